@@ -1,0 +1,84 @@
+"""Argument checks shared by the public functions.
+
+Each helper raises ``TypeError`` for a value of the wrong kind and ``ValueError`` for a value
+of the right kind outside its domain, naming the argument, so that bad input fails at the API
+boundary rather than deep inside numpy.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def check_count(value: object, name: str, *, minimum: int = 1) -> int:
+    """Return ``value`` as an int, requiring a whole number of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def check_real(
+    value: object,
+    name: str,
+    *,
+    low: float = -np.inf,
+    high: float = np.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a float, requiring a finite real in the given interval."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    below = value <= low if low_open else value < low
+    above = value >= high if high_open else value > high
+    if not np.isfinite(value) or below or above:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name} must lie in {interval}, got {value}")
+    return value
+
+
+def check_array(value: object, name: str, *, ndim: int | None = None) -> np.ndarray:
+    """Return ``value`` as a finite float array, optionally of a given dimension."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be numeric, got {type(value).__name__}") from error
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return array
+
+
+def check_probabilities(value: object, name: str, *, ndim: int = 1) -> np.ndarray:
+    """Return ``value`` as an array of probabilities strictly between 0 and 1."""
+    array = check_array(value, name, ndim=ndim)
+    if np.any((array <= 0) | (array >= 1)):
+        raise ValueError(f"{name} must lie strictly between 0 and 1")
+    return array
+
+
+def check_binary(value: object, name: str, *, ndim: int) -> np.ndarray:
+    """Return ``value`` as an int8 array, requiring every entry to be 0 or 1."""
+    array = check_array(value, name, ndim=ndim)
+    if not np.all((array == 0) | (array == 1)):
+        raise ValueError(f"{name} must hold only 0 and 1")
+    return array.astype(np.int8)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """Return a ``numpy.random.Generator`` from a Generator, an integer seed or None."""
+    if rng is None or isinstance(rng, numbers.Integral | np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    raise TypeError(
+        f"rng must be a numpy.random.Generator, an integer seed or None, got {type(rng).__name__}"
+    )
