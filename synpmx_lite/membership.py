@@ -117,8 +117,8 @@ def auc(members: object, others: object) -> float:
 
     Examples
     --------
-    >>> auc([0.9, 0.4, 0.4], [0.4, 0.1])
-    0.75
+    >>> round(auc([0.9, 0.4, 0.4], [0.4, 0.1]), 4)  # 5 of 6 pairs, two ties counted half
+    0.8333
     """
     members_placement, _ = _placements(_scores(members, "members"), _scores(others, "others"))
     return float(members_placement.mean())
