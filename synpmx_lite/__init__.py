@@ -23,6 +23,8 @@ from .membership import (
     membership_tables,
     population_attack,
     release_shares,
+    roc_curve,
+    true_positive_rate_at,
 )
 from .rounding import round_significant
 
@@ -42,5 +44,7 @@ __all__ = [
     "membership_tables",
     "population_attack",
     "release_shares",
+    "roc_curve",
     "round_significant",
+    "true_positive_rate_at",
 ]

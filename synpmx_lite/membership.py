@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import special, stats
+from sklearn import metrics
 
 from ._validation import (
     check_array,
@@ -57,6 +58,8 @@ __all__ = [
     "membership_tables",
     "population_attack",
     "release_shares",
+    "roc_curve",
+    "true_positive_rate_at",
 ]
 
 #: Range of the average attendance drawn for each visit: where the in-between shares of the
@@ -164,6 +167,55 @@ def auc_standard_error(members: object, others: object, *, paired: bool = False)
             member_placement.var(ddof=1) / members.size + other_placement.var(ddof=1) / others.size
         )
     )
+
+
+def roc_curve(members: object, others: object) -> pd.DataFrame:
+    """The ROC curve of member against non-member scores.
+
+    Parameters
+    ----------
+    members, others : array_like
+        One score per member and per non-member (1-D, finite).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``false_positive_rate`` (share of non-members flagged) and
+        ``true_positive_rate`` (share of members flagged) at every threshold, from
+        :func:`sklearn.metrics.roc_curve`.
+    """
+    members = _scores(members, "members")
+    others = _scores(others, "others")
+    labels = np.repeat([1, 0], [members.size, others.size])
+    fpr, tpr, _ = metrics.roc_curve(labels, np.concatenate([members, others]))
+    return pd.DataFrame({"false_positive_rate": fpr, "true_positive_rate": tpr})
+
+
+def true_positive_rate_at(members: object, others: object, false_positive_rate: float) -> float:
+    """Share of members flagged by the threshold that flags at most a given share of non-members.
+
+    An AUC averages over all thresholds; an attacker who must rarely accuse a non-member works
+    at a low false-positive rate, where the field now reports an attack's power
+    :cite:p:`carlini2022membership`.
+
+    Parameters
+    ----------
+    members, others : array_like
+        One score per member and per non-member (1-D, finite).
+    false_positive_rate : float
+        The largest share of non-members the attacker accepts to flag, in (0, 1).
+
+    Returns
+    -------
+    float
+        The true-positive rate at that threshold.
+    """
+    target = check_real(
+        false_positive_rate, "false_positive_rate", low=0, high=1, low_open=True, high_open=True
+    )
+    curve = roc_curve(members, others)
+    within = curve["false_positive_rate"].to_numpy() <= target
+    return float(curve["true_positive_rate"].to_numpy()[within].max())
 
 
 def _auc_with_error(members: np.ndarray, others: np.ndarray) -> tuple[float, float]:
@@ -334,6 +386,14 @@ class ScorePiles:
     def auc_standard_error(self) -> float:
         """Its Monte Carlo standard error, studies paired (:func:`auc_standard_error`)."""
         return auc_standard_error(self.member, self.non_member, paired=True)
+
+    def true_positive_rate_at(self, false_positive_rate: float) -> float:
+        """Share of members flagged at that rate of non-members (:func:`true_positive_rate_at`)."""
+        return true_positive_rate_at(self.member, self.non_member, false_positive_rate)
+
+    def roc_curve(self) -> pd.DataFrame:
+        """The ROC curve of the two piles (:func:`roc_curve`)."""
+        return roc_curve(self.member, self.non_member)
 
     def to_frame(self) -> pd.DataFrame:
         """Long table with columns ``candidate`` ("member"/"non-member") and ``score``."""
@@ -588,11 +648,15 @@ class MembershipTables:
         standard errors ``unrounded_se``, ``two_figures_se``, ``released_se``.
     seed : int
         The seed both were drawn from.
+    attendance_draws, population_draws : int
+        Simulated studies behind each row of either table.
     """
 
     attendance: pd.DataFrame
     population: pd.DataFrame
     seed: int
+    attendance_draws: int
+    population_draws: int
 
 
 def _grid(**levels: list) -> pd.DataFrame:
@@ -633,6 +697,8 @@ def membership_tables(
         The two tables.
     """
     seed = check_count(seed, "seed", minimum=0)
+    attendance_draws = check_count(attendance_draws, "attendance_draws", minimum=2)
+    population_draws = check_count(population_draws, "population_draws", minimum=2)
     population = _grid(patients=[12, 32, 60], off_by=[0.0, 0.1, 0.2])
     attendance = _grid(visits=[5, 20, 60], patients=[10, 30, 100], correlation=[0.0, 0.6])
     streams = np.random.default_rng(seed).spawn(len(population) + len(attendance))
@@ -650,4 +716,6 @@ def membership_tables(
         attendance=_with_results(attendance, attendance_results),
         population=_with_results(population, population_results),
         seed=seed,
+        attendance_draws=attendance_draws,
+        population_draws=population_draws,
     )

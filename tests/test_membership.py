@@ -20,6 +20,8 @@ from synpmx_lite import (
     membership_tables,
     population_attack,
     release_shares,
+    roc_curve,
+    true_positive_rate_at,
 )
 from synpmx_lite.membership import POPULATION_OMEGA, POPULATION_TYPICAL
 
@@ -300,3 +302,21 @@ def test_score_piles_agree_with_the_attack():
 def test_bad_input_is_rejected_with_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_true_positive_rate_at_a_false_positive_rate_hand_worked():
+    members, others = [3.0, 2.0, 1.0], [0.0, 0.5, 2.5]
+    # Flagging at most a third of non-members allows any threshold down to 1 (only 2.5 is
+    # flagged among them), which flags every member; flagging none allows only 3.
+    assert true_positive_rate_at(members, others, 0.34) == 1.0
+    assert true_positive_rate_at(members, others, 0.2) == pytest.approx(1 / 3)
+    curve = roc_curve(members, others)
+    assert curve.iloc[-1].tolist() == [1.0, 1.0]
+    assert curve["false_positive_rate"].is_monotonic_increasing
+
+
+def test_rates_at_low_false_positive_rates_bad_input():
+    with pytest.raises(ValueError, match="false_positive_rate"):
+        true_positive_rate_at([1.0], [0.0], 0.0)
+    with pytest.raises(ValueError, match="members"):
+        roc_curve([np.inf], [0.0])
