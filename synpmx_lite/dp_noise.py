@@ -4,9 +4,9 @@ Two routes give a population model a DP guarantee:
 
 * **per patient**: estimate each patient's parameters from that patient's own data, clip them
   to a public range, and release their mean with noise;
-* **subsample and aggregate** :cite:p:`nissim2007smooth`: split the patients into disjoint
-  groups of about twenty, fit the model in each, and release the mean of the groups' clipped
-  estimates with noise.
+* **subsample and aggregate** :cite:p:`nissim2007smooth,smith2011privacy`: split the
+  patients into disjoint groups of about twenty, fit the model in each, and release the
+  mean of the groups' clipped estimates with noise.
 
 With a budget :math:`\varepsilon` split evenly over :math:`d` released numbers, each clipped to
 a public range of width :math:`S` on the log scale, each number's mean over :math:`m`

@@ -658,6 +658,49 @@ class MembershipTables:
     attendance_draws: int
     population_draws: int
 
+    def attendance_auc(
+        self, visits: int, patients: int, correlation: float, column: str = "released"
+    ) -> float:
+        """One cell of the attendance table: ``column`` at that setting."""
+        table = self.attendance
+        return _cell(
+            table,
+            (table.visits == visits)
+            & (table.patients == patients)
+            & (table.correlation == correlation),
+            column,
+        )
+
+    def population_auc(self, patients: int, off_by: float, column: str = "released") -> float:
+        """One cell of the population-model table: ``column`` at that setting."""
+        table = self.population
+        return _cell(table, (table.patients == patients) & (table.off_by == off_by), column)
+
+    def largest_change(self, table: str, column: str, baseline: str) -> float:
+        """Largest absolute difference between two AUC columns of one table, over its rows."""
+        frame = getattr(self, table)
+        return float((frame[column] - frame[baseline]).abs().max())
+
+    def formatted(self, table: str, digits: int = 3) -> pd.DataFrame:
+        """``table`` ("attendance" or "population") with each AUC shown as "estimate ± SE"."""
+        frame = getattr(self, table)
+        estimates = [c for c in frame.columns if f"{c}_se" in frame.columns]
+        shown = frame.drop(columns=[*estimates, *(f"{c}_se" for c in estimates)])
+        for column in estimates:
+            shown[column] = [
+                f"{estimate:.{digits}f} ± {error:.{digits}f}"
+                for estimate, error in zip(frame[column], frame[f"{column}_se"], strict=True)
+            ]
+        return shown
+
+
+def _cell(table: pd.DataFrame, rows: pd.Series, column: str) -> float:
+    if column not in table.columns:
+        raise ValueError(f"column must be one of {list(table.columns)}, got {column!r}")
+    if rows.sum() != 1:
+        raise ValueError("no row of the table has that setting")
+    return float(table.loc[rows, column].iloc[0])
+
 
 def _grid(**levels: list) -> pd.DataFrame:
     """All combinations of the levels, the first varying fastest (as R's ``expand.grid``)."""

@@ -320,3 +320,21 @@ def test_rates_at_low_false_positive_rates_bad_input():
         true_positive_rate_at([1.0], [0.0], 0.0)
     with pytest.raises(ValueError, match="members"):
         roc_curve([np.inf], [0.0])
+
+
+def test_table_lookups_and_formatting(tables):
+    row = tables.attendance.iloc[1]
+    assert tables.attendance_auc(20, 10, 0.0) == row.released
+    assert tables.attendance_auc(20, 10, 0.0, "without_floor") == row.without_floor
+    assert tables.population_auc(12, 0.2) == tables.population.iloc[6].released
+    largest = (tables.population.released - tables.population.unrounded).abs().max()
+    assert tables.largest_change("population", "released", "unrounded") == largest
+    shown = tables.formatted("population")
+    assert list(shown.columns) == ["patients", "off_by", "unrounded", "two_figures", "released"]
+    assert shown.released.iloc[0] == (
+        f"{tables.population.released.iloc[0]:.3f} ± {tables.population.released_se.iloc[0]:.3f}"
+    )
+    with pytest.raises(ValueError, match="no row"):
+        tables.attendance_auc(7, 10, 0.0)
+    with pytest.raises(ValueError, match="column"):
+        tables.population_auc(12, 0.0, "auc")
