@@ -7,8 +7,23 @@ membership
     population-model estimates), the AUC and its Monte Carlo error.
 rounding
     Rounding to significant figures.
+dp_noise
+    The noise a differential-privacy guarantee needs on a small study's population model.
+fisher, fisher_data
+    Per-example Fisher information loss, IRFIL and attribute inversion; the scikit-learn
+    datasets they are shown on.
 """
 
+from .fisher import (
+    AttributeInversion,
+    Reweighting,
+    attribute_inversion,
+    irfil,
+    mean_release_fil,
+    per_example_fil,
+    per_example_heuristics,
+    subset_fil,
+)
 from .membership import (
     AttendanceAttack,
     MembershipTables,
@@ -32,19 +47,27 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttendanceAttack",
+    "AttributeInversion",
     "MembershipTables",
     "PopulationAttack",
+    "Reweighting",
     "ScorePiles",
     "attendance_attack",
     "attendance_score",
     "attendance_scores",
+    "attribute_inversion",
     "auc",
     "auc_standard_error",
     "draw_attendance",
+    "irfil",
+    "mean_release_fil",
     "membership_tables",
+    "per_example_fil",
+    "per_example_heuristics",
     "population_attack",
     "release_shares",
     "roc_curve",
     "round_significant",
+    "subset_fil",
     "true_positive_rate_at",
 ]
