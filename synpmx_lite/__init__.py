@@ -2,6 +2,11 @@
 
 Modules
 -------
+study, pk, estimation
+    A PMX study's event table and roles, closed-form PK models, and the FOCE-I population fit.
+fingerprint, generate
+    The model generator: estimation with influence rounds, the released fingerprint and its
+    protections, checks P1-P5, and synthetic data from the fingerprint alone.
 membership
     Membership inference against simplified models of a PMX fingerprint (attendance shares and
     population-model estimates), the AUC and its Monte Carlo error.
@@ -16,6 +21,22 @@ fisher, fisher_data
     datasets they are shown on.
 """
 
+from .estimation import ERROR_MODELS, PopulationFit, fit_population
+from .fingerprint import (
+    FINGERPRINT_FIELDS,
+    Fingerprint,
+    LeftOut,
+    ModelFit,
+    PrivacyReport,
+    fold_categories,
+    influence_moves,
+    loq_floor,
+    model_fingerprint,
+    model_privacy_checks,
+    privacy_checks_across_studies,
+    synpmx_model_estimate,
+    trimmed_log_summary,
+)
 from .fisher import (
     AttributeInversion,
     Reweighting,
@@ -26,6 +47,7 @@ from .fisher import (
     per_example_heuristics,
     subset_fil,
 )
+from .generate import synpmx_model_generate
 from .membership import (
     AttendanceAttack,
     MembershipTables,
@@ -43,7 +65,9 @@ from .membership import (
     roc_curve,
     true_positive_rate_at,
 )
+from .pk import PkModel, predict_concentrations
 from .rounding import round_significant
+from .study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, prepare_study
 from .tracing import (
     DpMeanQuery,
     TracingSimulation,
@@ -61,13 +85,24 @@ from .tracing import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DATASETS",
+    "ERROR_MODELS",
+    "FINGERPRINT_FIELDS",
     "AttendanceAttack",
     "AttributeInversion",
     "DpMeanQuery",
+    "Fingerprint",
+    "LeftOut",
     "MembershipTables",
+    "ModelFit",
+    "PkModel",
+    "PmxRoles",
     "PopulationAttack",
+    "PopulationFit",
+    "PrivacyReport",
     "Reweighting",
     "ScorePiles",
+    "StudyEvents",
     "TracingSimulation",
     "TracingTest",
     "attendance_attack",
@@ -80,13 +115,24 @@ __all__ = [
     "dp_mean_query",
     "draw_attendance",
     "exact_means",
+    "fit_population",
+    "fold_categories",
+    "influence_moves",
     "irfil",
+    "load_dataset",
     "load_pums",
+    "loq_floor",
     "mean_release_fil",
     "membership_tables",
+    "model_fingerprint",
+    "model_privacy_checks",
     "per_example_fil",
     "per_example_heuristics",
+    "pmx_roles",
     "population_attack",
+    "predict_concentrations",
+    "prepare_study",
+    "privacy_checks_across_studies",
     "random_predicates",
     "reference_sample_test",
     "release_shares",
@@ -95,5 +141,8 @@ __all__ = [
     "simulate_tracing",
     "single_reference_test",
     "subset_fil",
+    "synpmx_model_estimate",
+    "synpmx_model_generate",
+    "trimmed_log_summary",
     "true_positive_rate_at",
 ]

@@ -1,0 +1,196 @@
+"""Synthetic PK data simulated from a fingerprint and random numbers alone.
+
+:func:`synpmx_model_generate` reads nothing but a :class:`synpmx_lite.fingerprint.Fingerprint`
+(a fit is first reduced to its fingerprint), so the synthetic data discloses nothing the
+fingerprint does not. Each synthetic patient gets:
+
+* a new identifier ``"syn-0001"``, ``"syn-0002"``, ...: a string, so it cannot collide with
+  a numeric source ID (nor with a string one that does not start with ``syn-``);
+* an arm, drawn in proportion to the released arm sizes, and its planned doses; a share
+  ``dose_change_rate`` of patients have their dose halved from a random dose on;
+* covariates: continuous ones log-normal with the released trimmed mean and SD, categorical
+  ones from the released level frequencies (a folded level can never appear);
+* random effects from the released omega, individual parameters
+  ``typical * exp(eta)``, and concentrations of the released model at the released visits;
+* missed visits: each visit after a dose of its period attended with the endpoint's
+  attendance rate (at least one kept);
+* residual error of the released model; a value below the released LOQ is reported as 0.
+
+Only the PK endpoint is simulated; other endpoints (such as warfarin's PCA) are outside this
+engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_rng
+from .fingerprint import Fingerprint, ModelFit, model_fingerprint
+from .pk import predict_concentrations
+from .rounding import round_significant
+
+__all__ = ["synpmx_model_generate"]
+
+_COLUMNS = ("id", "time", "amt", "dv", "evid", "mdv", "rate", "dvid", "nominal_time", "arm")
+
+
+def _column_names(fit: ModelFit | None) -> dict[str, str]:
+    """Output columns and their names: the source's (from its roles) for a fit."""
+    if fit is None:
+        return {c: c for c in _COLUMNS}
+    names: dict[str, str] = {}
+    for column in _COLUMNS:
+        name = getattr(fit.roles, column)
+        # One source column may play two roles (warfarin's time is its nominal time).
+        if name is not None and name not in names.values():
+            names[column] = name
+    return names
+
+
+def _draw_covariates(fingerprint: Fingerprint, n: int, rng: np.random.Generator) -> dict:
+    drawn = {}
+    for name, summary in fingerprint.covariates.items():
+        log_mean = np.log(summary["geometric_mean"])
+        values = np.exp(log_mean + summary["sdlog"] * rng.standard_normal(n))
+        drawn[name] = round_significant(values, 3)
+    for name, levels in fingerprint.categories.items():
+        frequency = np.array([f for _, f in levels], dtype=float)
+        index = rng.choice(len(levels), size=n, p=frequency / frequency.sum())
+        drawn[name] = np.array([level for level, _ in levels], dtype=object)[index]
+    return drawn
+
+
+def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator):
+    """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied."""
+    arms = fingerprint.arms
+    width = max(len(arm["doses"]) for arm in arms)
+    fields = ("time", "amount", "duration", "period")
+    planned = np.zeros((len(arms), 4, width))
+    for a, arm in enumerate(arms):
+        for k, dose in enumerate(arm["doses"]):
+            planned[a, :, k] = [dose[f] for f in fields]
+    time, amount, duration, period = (planned[arm_of, i] for i in range(4))
+    count = np.array([len(arm["doses"]) for arm in arms])[arm_of]
+    changed = rng.random(arm_of.size) < fingerprint.dose_change_rate
+    start = np.floor(rng.random(arm_of.size) * count).astype(int)
+    halve = changed[:, None] & (np.arange(width)[None, :] >= start[:, None])
+    amount = np.where(halve, amount / 2, amount)
+    return time, amount, duration, period.astype(int)
+
+
+def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -> pd.DataFrame:
+    """Simulate a synthetic study from a fingerprint alone.
+
+    Parameters
+    ----------
+    fit : ModelFit or Fingerprint
+        A fit (reduced to its fingerprint first) or a fingerprint, e.g. one read back with
+        :meth:`synpmx_lite.fingerprint.Fingerprint.from_json`.
+    seed : int, numpy.random.Generator or None
+        Randomness; default the fit's ``seed`` (None for a fingerprint: fresh entropy).
+
+    Returns
+    -------
+    pandas.DataFrame
+        An event table of ``cohort_size`` synthetic patients, one row per dose (``evid`` 1)
+        and per PK observation (``evid`` 0), with covariates. For a fit the columns carry
+        the source's names, so that ``prepare_study(synthetic, fit.roles)`` reads it.
+    """
+    if isinstance(fit, ModelFit):
+        fingerprint, source = model_fingerprint(fit), fit
+        seed = fit.seed if seed is None else seed
+    elif isinstance(fit, Fingerprint):
+        fingerprint, source = fit, None
+    else:
+        raise TypeError(f"fit must be a ModelFit or a Fingerprint, got {type(fit).__name__}")
+    rng = check_rng(seed)
+    if not fingerprint.arms:
+        raise ValueError("the fingerprint has no arm with enough patients to simulate")
+    n = fingerprint.cohort_size
+    sizes = np.array([arm["patients"] for arm in fingerprint.arms], dtype=float)
+    arm_of = rng.choice(sizes.size, size=n, p=sizes / sizes.sum())
+    covariates = _draw_covariates(fingerprint, n, rng)
+    model = fingerprint.pk_model
+    omega = np.array([fingerprint.omega[p] for p in model.parameters])
+    typical = np.array([fingerprint.typical[p] for p in model.parameters])
+    theta = typical * np.exp(np.sqrt(omega) * rng.standard_normal((n, omega.size)))
+    dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
+
+    endpoint = fingerprint.endpoints[fingerprint.pk_endpoint]
+    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
+    if not len(visits):
+        raise ValueError("the fingerprint has no PK visit with enough patients to simulate")
+    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
+    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
+    # A visit can be attended only after a dose of its period (arms differ in periods).
+    dosed = (
+        (dose_period[:, :, None] == periods[:, None, :])
+        & (dose_amount[:, :, None] > 0)
+        & (dose_time[:, :, None] <= times[:, None, :])
+    ).any(axis=1)
+    draws = rng.random((2, n, len(visits)))
+    attended = dosed & (draws[0] < endpoint["attendance"])
+    # A patient who missed every visit keeps one of those open to them, drawn at random.
+    first = np.argmax(np.where(dosed, draws[1], -1.0), axis=1)
+    attended[np.arange(n), first] |= ~attended.any(axis=1)
+    f = predict_concentrations(
+        model,
+        theta,
+        dose_time,
+        dose_amount,
+        dose_duration,
+        times,
+        dose_period=dose_period,
+        time_period=periods,
+    )
+    residual = fingerprint.residual
+    sd = np.sqrt(residual.get("additive", 0.0) ** 2 + (residual.get("proportional", 0.0) * f) ** 2)
+    noise = rng.standard_normal(f.shape)
+    if fingerprint.log_dv:
+        dv = np.log(np.maximum(f, 1e-300)) + sd * noise
+    else:
+        dv = f + sd * noise
+        if endpoint["loq"] is not None:
+            dv = np.where(dv < endpoint["loq"], 0.0, dv)
+
+    ids = np.array([f"syn-{i + 1:04d}" for i in range(n)], dtype=object)
+    arm_labels = np.array([arm["arm"] for arm in fingerprint.arms], dtype=object)[arm_of]
+    given = dose_amount > 0
+    given_duration = dose_duration[given]
+    patient_dose, _ = np.nonzero(given)
+    patient_obs, visit = np.nonzero(attended)
+    doses = pd.DataFrame(
+        {
+            "id": ids[patient_dose],
+            "period": dose_period[given],
+            "time": dose_time[given],
+            "amt": dose_amount[given],
+            "dv": 0.0,
+            "evid": 1,
+            "rate": dose_amount[given] / np.where(given_duration > 0, given_duration, np.inf),
+            "patient": patient_dose,
+        }
+    )
+    observations = pd.DataFrame(
+        {
+            "id": ids[patient_obs],
+            "period": periods[patient_obs, visit],
+            "time": times[patient_obs, visit],
+            "amt": 0.0,
+            "dv": dv[patient_obs, visit],
+            "evid": 0,
+            "rate": 0.0,
+            "patient": patient_obs,
+        }
+    )
+    table = pd.concat([doses, observations], ignore_index=True)
+    table = table.sort_values(["patient", "period", "time", "evid"], ascending=[1, 1, 1, 0])
+    table["mdv"] = table["evid"]
+    table["nominal_time"] = table["time"]
+    table["dvid"] = fingerprint.pk_endpoint
+    table["arm"] = arm_labels[table["patient"].to_numpy()]
+    for name, values in covariates.items():
+        table[name] = values[table["patient"].to_numpy()]
+    names = _column_names(source)
+    return table[list(names) + list(covariates)].rename(columns=names).reset_index(drop=True)

@@ -1,0 +1,442 @@
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from synpmx_lite.estimation import PopulationFit
+from synpmx_lite.fingerprint import (
+    FINGERPRINT_FIELDS,
+    Fingerprint,
+    fold_categories,
+    influence_moves,
+    loq_floor,
+    model_fingerprint,
+    model_privacy_checks,
+    privacy_checks_across_studies,
+    synpmx_model_estimate,
+    trimmed_log_summary,
+)
+from synpmx_lite.generate import synpmx_model_generate
+from synpmx_lite.pk import PkModel
+from synpmx_lite.rounding import round_significant
+from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
+
+# --- A hand-made fingerprint to simulate small studies from -----------------------------------
+
+SIMULATED_ROLES = pmx_roles(
+    id="id",
+    time="time",
+    dv="dv",
+    amt="amt",
+    evid="evid",
+    mdv="mdv",
+    rate="rate",
+    dvid="dvid",
+    nominal_time="nominal_time",
+    arm="arm",
+    covariates=["WT", "SEX"],
+    weight="WT",
+    model=PkModel(route="iv"),
+)
+
+
+def known_fingerprint(n=12, **changes):
+    fingerprint = Fingerprint(
+        cohort_size=n,
+        model={"compartments": 1, "route": "iv", "lag": False},
+        pk_endpoint="DV",
+        log_dv=False,
+        error="combined",
+        typical={"cl": 1.0, "v": 10.0},
+        omega={"cl": 0.09, "v": 0.04},
+        residual={"additive": 0.05, "proportional": 0.1},
+        covariates={"WT": {"geometric_mean": 70.0, "sdlog": 0.2}},
+        categories={"SEX": [["F", 0.5], ["M", 0.5]]},
+        reference_weight=70.0,
+        arms=[
+            {
+                "arm": "all",
+                "patients": n,
+                "doses": [{"period": 0, "index": 0, "time": 0.0, "amount": 100.0, "duration": 0.0}],
+            }
+        ],
+        dose_change_rate=0.0,
+        endpoints={
+            "DV": {
+                "attendance": 1.0,
+                "visits": [[0, 0.5], [0, 2.0], [0, 6.0], [0, 12.0]],
+                "loq": None,
+            }
+        },
+        checks={"P4": "pass", "P5": "pass"},
+    )
+    return dataclasses.replace(fingerprint, **changes)
+
+
+def small_study(n=12, seed=1):
+    return synpmx_model_generate(known_fingerprint(n), seed=seed)
+
+
+# --- Protections on hand-made data ------------------------------------------------------------
+
+
+def test_trimmed_summary_hand_worked():
+    # logs 1..20: one set aside at each end leaves 2..19, mean 10.5, variance 18*19/12.
+    meanlog, sdlog = trimmed_log_summary(np.exp(np.arange(1.0, 21.0)))
+    z = stats.norm.isf(0.05)
+    correction = math.sqrt(1 - 2 * z * stats.norm.pdf(z) / 0.9)
+    assert meanlog == pytest.approx(10.5)
+    assert sdlog == pytest.approx(math.sqrt(18 * 19 / 12) / correction)
+
+
+def test_trimmed_sd_is_corrected_to_the_normal_sd():
+    logs = np.random.default_rng(5).normal(4.0, 0.3, size=20000)
+    meanlog, sdlog = trimmed_log_summary(np.exp(logs))
+    assert meanlog == pytest.approx(4.0, abs=0.01)
+    assert sdlog == pytest.approx(0.3, rel=0.02)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1.0, 1e6), st.integers(8, 60), st.integers(0, 2**31))
+def test_one_extreme_patient_cannot_move_the_summary(extreme, n, seed):
+    values = np.exp(np.random.default_rng(seed).normal(4.2, 0.2, size=n))
+    top = values.argmax()
+    with_extreme = values.copy()
+    with_extreme[top] = max(extreme, values[top])
+    assert trimmed_log_summary(with_extreme) == pytest.approx(trimmed_log_summary(values))
+
+
+def test_folding_rare_levels():
+    folded = fold_categories(["a"] * 5 + ["b"] * 3 + ["c"] * 2 + ["d"])
+    assert folded.to_dict() == pytest.approx({"a": 8 / 11, "b": 3 / 11})
+    assert fold_categories(["a", "a", "b"]).to_dict() == {"a": 1.0}
+    assert fold_categories([1, 1, 1, 2, 2, 2, 2], min_patients=4).to_dict() == {2: 1.0}
+
+
+def test_loq_rule():
+    assert loq_floor([0.3, 0.7, 0.9, 1.5]) == 0.2  # 0.9 / 2 = 0.45 -> 0.2
+    assert loq_floor([4.0, 4.0, 4.0]) == 2.0
+    assert loq_floor([10.0, 11.0, 12.0, 0.5]) == 5.0  # third lowest 11 -> 5.5 -> 5
+    assert loq_floor([0.3, 0.05, 0.021]) == 0.1  # 0.3 / 2 = 0.15 -> 0.1
+    assert loq_floor([1.0, 2.0]) is None
+    with pytest.raises(ValueError, match="lowest_per_patient"):
+        loq_floor([1.0, -2.0, 3.0])
+
+
+def test_influence_hand_worked():
+    eta = pd.DataFrame({"cl": [0.3, -0.1, 0.2, -0.4, 0.0]}, index=["a", "b", "c", "d", "e"])
+    pk = PopulationFit(
+        model=PkModel(route="iv"),
+        error="additive",
+        typical=pd.Series({"cl": 1.0}),
+        omega=pd.Series({"cl": 0.09}),
+        residual=pd.Series({"additive": 0.1}),
+        eta=eta,
+        shrinkage=pd.Series({"cl": 0.1}),
+        ofv=0.0,
+        converged=True,
+        iterations=1,
+        n_observations=10,
+    )
+    covariates = pd.DataFrame({"WT": [50.0, 60.0, 70.0, 200.0, 65.0]})
+    moves = influence_moves(pk, covariates, ["WT"], pk_label="DV")
+    assert moves.loc["d", "DV: cl typical value"] == pytest.approx(100 * (math.exp(0.4 / 4) - 1))
+    # S = 0.30; leaving out d: ((0.30 - 0.16) / 4) / (0.30 / 5) = 0.5833 of the variance.
+    expected = 100 * 0.3 * (1 - math.sqrt(0.035 / 0.06))
+    assert moves.loc["d", "DV: cl between-subject SD"] == pytest.approx(expected)
+    # Covariates are recomputed exactly without the patient.
+    values = covariates["WT"].to_numpy()
+    mean, sd = trimmed_log_summary(values)
+    for i, patient in enumerate(moves.index):
+        loo_mean, loo_sd = trimmed_log_summary(np.delete(values, i))
+        assert moves.loc[patient, "WT mean on the log scale"] == pytest.approx(
+            100 * abs(loo_mean - mean) / sd
+        )
+        assert moves.loc[patient, "WT SD on the log scale"] == pytest.approx(
+            100 * abs(loo_sd - sd) / sd
+        )
+
+
+@pytest.fixture(scope="module")
+def small_fit():
+    return synpmx_model_estimate(small_study(), SIMULATED_ROLES)
+
+
+def _with_data(fit, data):
+    """The fit with its study replaced (same patients): the summaries read only the study."""
+    return dataclasses.replace(fit, study=prepare_study(data, fit.roles))
+
+
+def test_attendance_floor(small_fit):
+    data = small_study()
+    observations = data.index[data["evid"] == 0]
+    last_visit = data.loc[observations].groupby("id").tail(1).index
+    two_missed = _with_data(small_fit, data.drop(last_visit[:2]))
+    assert model_fingerprint(two_missed).endpoints["DV"]["attendance"] == 1.0
+    three_missed = _with_data(small_fit, data.drop(last_visit[:3]))
+    assert model_fingerprint(three_missed).endpoints["DV"]["attendance"] == pytest.approx(
+        round_significant(1 - 3 / 48, 2)
+    )
+
+
+def test_dose_change_floor_and_planned_dose(small_fit):
+    data = small_study()
+    second = data[data["evid"] == 1].copy()
+    second["time"] = 24.0
+    changed = second["id"].isin(second["id"].iloc[:2])
+    second.loc[changed, "amt"] = 50.0
+    both = pd.concat([data, second]).sort_values(["id", "time"], kind="stable")
+    fingerprint = model_fingerprint(_with_data(small_fit, both))
+    assert fingerprint.dose_change_rate == 0.0
+    second.loc[second["id"].isin(second["id"].iloc[:3]), "amt"] = 50.0
+    both = pd.concat([data, second]).sort_values(["id", "time"], kind="stable")
+    fingerprint = model_fingerprint(_with_data(small_fit, both))
+    assert fingerprint.dose_change_rate == 0.25
+    # The second dose differs between patients: the arm mean at two figures.
+    doses = fingerprint.arms[0]["doses"]
+    assert doses[1]["amount"] == float(round_significant((9 * 100 + 3 * 50) / 12, 2))
+    assert doses[1]["time"] == 24.0
+
+
+def test_small_arms_and_rare_levels_are_not_released(small_fit):
+    data = small_study()
+    ids = data["id"].unique()
+    data["arm"] = np.where(data["id"].isin(ids[:2]), "pilot", "main")
+    data["SEX"] = np.where(data["id"] == ids[5], "X", np.where(data["id"].isin(ids[:6]), "F", "M"))
+    fingerprint = model_fingerprint(_with_data(small_fit, data))
+    assert [arm["arm"] for arm in fingerprint.arms] == ["main"]
+    levels = dict(fingerprint.categories["SEX"])
+    assert set(levels) == {"F", "M"} and levels["M"] == pytest.approx(round(7 / 12, 2))
+
+
+def test_reference_weight_and_one_figure(small_fit):
+    fingerprint = model_fingerprint(small_fit)
+    median = small_fit.study.covariates["WT"].median()
+    assert fingerprint.reference_weight == float(round_significant(median, 1))
+    for field in (fingerprint.typical, fingerprint.omega, fingerprint.residual):
+        for value in field.values():
+            assert value == float(round_significant(value, 1))
+
+
+def test_fingerprint_round_trip_and_print(small_fit):
+    fingerprint = model_fingerprint(small_fit)
+    text = fingerprint.to_json()
+    assert set(json.loads(text)) == set(FINGERPRINT_FIELDS)
+    assert Fingerprint.from_json(text) == fingerprint
+    shown = str(fingerprint)
+    assert "12 patients" in shown and "typical values: cl" in shown
+    with pytest.raises(ValueError, match="fields"):
+        Fingerprint.from_json(json.dumps({"cohort_size": 3}))
+
+
+def test_checks_catch_an_edited_fingerprint(small_fit):
+    released = json.loads(model_fingerprint(small_fit).to_json())
+    checks = model_privacy_checks(small_fit)
+    assert list(checks.columns) == ["check", "question", "verdict", "result"]
+    assert list(checks["check"]) == ["P1", "P2", "P3", "P4", "P5"]
+    assert (checks["verdict"][:3] == "pass").all()
+    source_id = str(small_fit.study.ids[0])
+    edited = dict(released, patients=[source_id], reference_weight=71.3)
+    edited["endpoints"] = {"DV": dict(released["endpoints"]["DV"], loq=0.123)}
+    verdicts = model_privacy_checks(small_fit, released=json.dumps(edited)).set_index("check")
+    assert verdicts.loc["P1", "verdict"] == "FAIL" and "patients" in verdicts.loc["P1", "result"]
+    assert verdicts.loc["P2", "verdict"] == "FAIL" and source_id in verdicts.loc["P2", "result"]
+    assert verdicts.loc["P3", "verdict"] == "FAIL"
+    assert "reference weight" in verdicts.loc["P3", "result"]
+    assert "LOQ" in verdicts.loc["P3", "result"]
+
+
+def test_rounds_stop_when_too_many_are_flagged():
+    data, roles = load_dataset("theo_sd")
+    fit = synpmx_model_estimate(data, roles, review=0.5, fail=1.0)
+    assert fit.privacy.left_out.patients == 0 and fit.privacy.left_out.rounds == 1
+    p5 = model_privacy_checks(fit).set_index("check").loc["P5"]
+    assert p5["verdict"] == "FAIL" and "left out" not in p5["result"]
+    influence = fit.privacy.influence
+    expected = np.select(
+        [influence["largest"] >= 1.0, influence["largest"] >= 0.5], ["FAIL", "review"], "pass"
+    )
+    assert list(influence["verdict"]) == list(expected)
+
+
+def test_estimate_bad_input():
+    data, roles = load_dataset("theo_sd")
+    with pytest.raises(TypeError, match="seed"):
+        synpmx_model_estimate(data, roles, seed=1.5)
+    with pytest.raises(TypeError, match="drop_influential"):
+        synpmx_model_estimate(data, roles, drop_influential="no")
+    with pytest.raises(ValueError, match="fail"):
+        synpmx_model_estimate(data, roles, review=20.0, fail=10.0)
+    with pytest.raises(TypeError, match="fit"):
+        model_fingerprint(data)
+
+
+# --- The three constructed warfarin cases -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def warfarin():
+    data, roles = load_dataset("warfarin")
+    return data, roles, np.sort(data["id"].unique())
+
+
+@pytest.fixture(scope="module")
+def warfarin_fit(warfarin):
+    data, roles, _ = warfarin
+    return synpmx_model_estimate(data, roles, seed=1)
+
+
+@pytest.fixture(scope="module")
+def misdosed(warfarin):
+    data, _, patients = warfarin
+    changed = data.copy()
+    on_cp = (changed["id"] == patients[4]) & (changed["evid"] == 0) & (changed["dvid"] == "cp")
+    changed.loc[on_cp, "dv"] *= 1000
+    return changed
+
+
+def test_warfarin_estimates_a_pharmacometrician_accepts(warfarin_fit):
+    pk = warfarin_fit.pk
+    assert 0.11 < pk.typical["cl"] < 0.16  # L/h
+    assert 7 < pk.typical["v"] < 9.5  # L
+    assert 0.2 < pk.omega_sd["cl"] < 0.4 and 0.1 < pk.omega_sd["v"] < 0.35
+    checks = model_privacy_checks(warfarin_fit)
+    assert (checks["verdict"] == "pass").all()
+
+
+@pytest.fixture(scope="module")
+def misdosed_kept_fit(warfarin, misdosed):
+    return synpmx_model_estimate(misdosed, warfarin[1], seed=1, drop_influential=False)
+
+
+@pytest.fixture(scope="module")
+def misdosed_fit(warfarin, misdosed):
+    return synpmx_model_estimate(misdosed, warfarin[1], seed=1)
+
+
+def test_misdosed_patient_kept_fails_p5(misdosed_kept_fit):
+    assert misdosed_kept_fit.privacy.left_out.patients == 0
+    p5 = model_privacy_checks(misdosed_kept_fit).set_index("check").loc["P5"]
+    assert p5["verdict"] == "FAIL"
+    assert p5["result"].startswith("largest: cp: v between-subject SD")
+
+
+def test_misdosed_patient_left_out_by_default(warfarin, misdosed_fit):
+    patients = warfarin[2]
+    assert misdosed_fit.privacy.left_out.patients == 1
+    assert misdosed_fit.privacy.left_out.ids == (patients[4],)
+    checks = model_privacy_checks(misdosed_fit).set_index("check")
+    assert (checks["verdict"] == "pass").all()
+    assert checks.loc["P5", "result"].endswith("; 1 left out")
+    # Left out, the patient's thousandfold concentrations no longer widen the spread of V.
+    assert misdosed_fit.pk.omega_sd["v"] < 0.35
+
+
+def test_synthetic_patients_spread_wider_when_the_misdosed_patient_is_kept(
+    misdosed_kept_fit, misdosed_fit
+):
+    def spread_at_24_hours(fit):
+        synthetic = synpmx_model_generate(fit, seed=11)
+        day = synthetic[(synthetic["evid"] == 0) & (synthetic["time"] == 24.0)]
+        return np.log(day["dv"][day["dv"] > 0]).std()
+
+    assert spread_at_24_hours(misdosed_kept_fit) > 2 * spread_at_24_hours(misdosed_fit)
+
+
+def test_extreme_covariates_and_a_level_nobody_else_holds(warfarin, warfarin_fit):
+    data, roles, patients = warfarin
+    extreme = data.copy()
+    extreme.loc[extreme["id"] == patients[2], "wt"] = 250
+    extreme.loc[extreme["id"] == patients[7], "age"] = 95
+    extreme.loc[extreme["id"] == patients[11], "sex"] = "not recorded"
+    fit = synpmx_model_estimate(extreme, roles, seed=1)
+    before = model_fingerprint(warfarin_fit).covariates
+    after = model_fingerprint(fit).covariates
+    for name in ("wt", "age"):
+        ratio = after[name]["geometric_mean"] / before[name]["geometric_mean"]
+        assert abs(math.log(ratio)) < 0.03
+        assert abs(after[name]["sdlog"] - before[name]["sdlog"]) <= 0.03
+    fingerprint = model_fingerprint(fit)
+    assert {level for level, _ in fingerprint.categories["sex"]} == {"female", "male"}
+    assert "not recorded" not in fingerprint.to_json()
+    synthetic = synpmx_model_generate(fit, seed=11)
+    assert set(synthetic["sex"]) <= {"female", "male"}
+
+
+# --- Properties on generated studies ----------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    n=st.integers(10, 16),
+    seed=st.integers(0, 2**31),
+    id_numbers=st.lists(st.integers(10**6, 10**7 - 1), min_size=16, max_size=16, unique=True),
+    rare=st.integers(0, 2),
+)
+def test_fingerprint_properties(n, seed, id_numbers, rare):
+    data = small_study(n, seed)
+    rng = np.random.default_rng(seed)
+    source_ids = [f"PT{number}" for number in id_numbers[:n]]
+    data["id"] = data["id"].map(dict(zip(data["id"].unique(), source_ids, strict=True)))
+    # Weights with many digits, and `rare` patients holding a level of their own.
+    weight = dict(zip(source_ids, 70 * np.exp(0.2 * rng.standard_normal(n)), strict=True))
+    data["WT"] = data["id"].map(weight)
+    data.loc[data["id"].isin(source_ids[:rare]), "SEX"] = "U"
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES, seed=1)
+    text = model_fingerprint(fit).to_json()
+    released = json.loads(text)
+    assert not any(source_id in text for source_id in source_ids)
+    per_patient = list(weight.values()) + list(data.loc[data["evid"] == 0, "dv"])
+    per_patient += list(fit.pk.eta.to_numpy().ravel())
+    assert not any(repr(float(value)) in text for value in per_patient)
+    # Every released frequency has at least three patients on each side.
+    kept = fit.study.covariates[fit.kept]
+    counts = kept["SEX"].value_counts()
+    for level, frequency in released["categories"]["SEX"]:
+        assert counts[level] >= 3
+        behind = round(frequency * len(kept))
+        assert behind >= 3 and (len(kept) - behind >= 3 or frequency == 1.0)
+    assert "U" not in {level for level, _ in released["categories"]["SEX"]}
+    assert all(arm["patients"] >= 3 for arm in released["arms"])
+    for field in ("typical", "omega", "residual"):
+        for value in released[field].values():
+            assert value == float(round_significant(value, 1))
+
+
+def test_p4_fails_when_the_floor_is_lowered(small_fit):
+    data = small_study()
+    data.loc[data["id"] == data["id"].iloc[0], "SEX"] = "X"
+    lowered = dataclasses.replace(_with_data(small_fit, data), min_category_patients=1)
+    assert "X" in dict(model_fingerprint(lowered).categories["SEX"])
+    p4 = model_privacy_checks(lowered).set_index("check").loc["P4"]
+    assert p4["verdict"] == "FAIL" and p4["result"] == "smallest group 1"
+
+
+def test_the_other_public_studies():
+    names = ["theo_md", "pheno_sd", "mavoglurant", "nimoData"]
+    table = privacy_checks_across_studies(names).set_index("study")
+    assert list(table.index) == names
+    assert list(table["patients"]) == [12, 59, 120, 12]
+    assert (table[["P1", "P2", "P3", "P4"]] == "pass").all().all()
+    assert (table["left_out"] <= table["patients"] / 10).all()
+    # One released variance per structural parameter: 1-cpt oral, 1-cpt IV, 2-cpt IV twice.
+    assert list(table["random_effects"]) == [3, 2, 4, 4]
+    assert table["largest"].str.match(r".+, [0-9.]+ (%|points)$").all()
+    assert (table["free_frequencies"] >= table["attendance_below_1"]).all()
+    with pytest.raises(ValueError, match="names"):
+        privacy_checks_across_studies(["wbcSim"])
+
+
+def test_estimation_is_reproducible():
+    data, roles = load_dataset("theo_sd")
+    first = model_fingerprint(synpmx_model_estimate(data, roles)).to_json()
+    assert model_fingerprint(synpmx_model_estimate(data, roles)).to_json() == first
+    with pytest.raises(ValueError, match="at least 3"):
+        trimmed_log_summary([1.0, 2.0])
+    assert trimmed_log_summary([1.0, np.e, np.e**2]) == pytest.approx((1.0, 1.0))
