@@ -4,9 +4,10 @@ Modules
 -------
 study, pk, estimation
     A PMX study's event table and roles, closed-form PK models, and the FOCE-I population fit.
-fingerprint, generate
+fingerprint, generate, cases
     The model generator: estimation with influence rounds, the released fingerprint and its
-    protections, checks P1-P5, and synthetic data from the fingerprint alone.
+    protections, checks P1-P5, synthetic data from the fingerprint alone, and the constructed
+    warfarin cases that exercise the protections.
 membership
     Membership inference against simplified models of a PMX fingerprint (attendance shares and
     population-model estimates), the AUC and its Monte Carlo error.
@@ -21,6 +22,7 @@ fisher, fisher_data
     datasets they are shown on.
 """
 
+from .cases import ConstructedCases, constructed_warfarin_cases
 from .estimation import ERROR_MODELS, PopulationFit, fit_population
 from .fingerprint import (
     FINGERPRINT_FIELDS,
@@ -90,6 +92,7 @@ __all__ = [
     "FINGERPRINT_FIELDS",
     "AttendanceAttack",
     "AttributeInversion",
+    "ConstructedCases",
     "DpMeanQuery",
     "Fingerprint",
     "LeftOut",
@@ -112,6 +115,7 @@ __all__ = [
     "auc",
     "auc_standard_error",
     "calibrated_threshold",
+    "constructed_warfarin_cases",
     "dp_mean_query",
     "draw_attendance",
     "exact_means",

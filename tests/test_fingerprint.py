@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from synpmx_lite.cases import constructed_warfarin_cases
 from synpmx_lite.estimation import PopulationFit
 from synpmx_lite.fingerprint import (
     FINGERPRINT_FIELDS,
@@ -293,12 +294,13 @@ def warfarin_fit(warfarin):
 
 
 @pytest.fixture(scope="module")
-def misdosed(warfarin):
-    data, _, patients = warfarin
-    changed = data.copy()
-    on_cp = (changed["id"] == patients[4]) & (changed["evid"] == 0) & (changed["dvid"] == "cp")
-    changed.loc[on_cp, "dv"] *= 1000
-    return changed
+def cases():
+    return constructed_warfarin_cases()
+
+
+@pytest.fixture(scope="module")
+def misdosed(cases):
+    return cases.misdosed
 
 
 def test_warfarin_estimates_a_pharmacometrician_accepts(warfarin_fit):
@@ -327,10 +329,9 @@ def test_misdosed_patient_kept_fails_p5(misdosed_kept_fit):
     assert p5["result"].startswith("largest: cp: v between-subject SD")
 
 
-def test_misdosed_patient_left_out_by_default(warfarin, misdosed_fit):
-    patients = warfarin[2]
+def test_misdosed_patient_left_out_by_default(cases, misdosed_fit):
     assert misdosed_fit.privacy.left_out.patients == 1
-    assert misdosed_fit.privacy.left_out.ids == (patients[4],)
+    assert misdosed_fit.privacy.left_out.ids == (cases.misdosed_id,)
     checks = model_privacy_checks(misdosed_fit).set_index("check")
     assert (checks["verdict"] == "pass").all()
     assert checks.loc["P5", "result"].endswith("; 1 left out")
@@ -349,13 +350,8 @@ def test_synthetic_patients_spread_wider_when_the_misdosed_patient_is_kept(
     assert spread_at_24_hours(misdosed_kept_fit) > 2 * spread_at_24_hours(misdosed_fit)
 
 
-def test_extreme_covariates_and_a_level_nobody_else_holds(warfarin, warfarin_fit):
-    data, roles, patients = warfarin
-    extreme = data.copy()
-    extreme.loc[extreme["id"] == patients[2], "wt"] = 250
-    extreme.loc[extreme["id"] == patients[7], "age"] = 95
-    extreme.loc[extreme["id"] == patients[11], "sex"] = "not recorded"
-    fit = synpmx_model_estimate(extreme, roles, seed=1)
+def test_extreme_covariates_and_a_level_nobody_else_holds(cases, warfarin_fit):
+    fit = synpmx_model_estimate(cases.extreme, cases.roles, seed=1)
     before = model_fingerprint(warfarin_fit).covariates
     after = model_fingerprint(fit).covariates
     for name in ("wt", "age"):
@@ -440,3 +436,20 @@ def test_estimation_is_reproducible():
     with pytest.raises(ValueError, match="at least 3"):
         trimmed_log_summary([1.0, 2.0])
     assert trimmed_log_summary([1.0, np.e, np.e**2]) == pytest.approx((1.0, 1.0))
+
+
+def test_constructed_cases_change_only_the_named_patients(cases):
+    source, roles = cases.source, cases.roles
+    changed = (cases.misdosed != source).any(axis=1)
+    assert set(cases.misdosed.loc[changed, roles.id]) == {cases.misdosed_id}
+    assert (cases.misdosed.loc[changed, roles.dv] == 1000 * source.loc[changed, roles.dv]).all()
+    changed = (cases.extreme != source).any(axis=1)
+    assert set(cases.extreme.loc[changed, roles.id]) == {
+        cases.heavy_id,
+        cases.old_id,
+        cases.lone_level_id,
+    }
+    with pytest.raises(ValueError, match="level"):
+        constructed_warfarin_cases(level="male")
+    with pytest.raises(ValueError, match="factor"):
+        constructed_warfarin_cases(factor=0)
