@@ -67,10 +67,15 @@ __all__ = [
 ATTENDANCE_RANGE = (0.2, 0.8)
 
 #: Typical values of clearance (L/h), central volume (L), inter-compartmental clearance (L/h),
-#: peripheral volume (L) and absorption rate (1/h) of the simulated two-compartment oral model.
+#: peripheral volume (L) and absorption rate (1/h) of the simulated two-compartment oral model,
+#: a pandas Series indexed ``cl``, ``v``, ``q``, ``v2``, ``ka``.
+#:
+#: :meta hide-value:
 POPULATION_TYPICAL = pd.Series({"cl": 4.3, "v": 31.0, "q": 2.1, "v2": 55.0, "ka": 1.2})
 
 #: Between-subject variances (log scale) of the same five parameters.
+#:
+#: :meta hide-value:
 POPULATION_OMEGA = pd.Series({"cl": 0.3, "v": 0.25, "q": 0.4, "v2": 0.35, "ka": 0.6}) ** 2
 
 # Log-scale SD of one study's own typical values around the population's, so that rounding

@@ -473,7 +473,10 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
 
 _NM = {"id": "ID", "time": "TIME", "dv": "DV", "amt": "AMT", "evid": "EVID"}
 
-#: The shipped studies and their roles; provenance in ``synpmx_lite/data/README.md``.
+#: The shipped studies, each a CSV file name and its roles; provenance in
+#: ``synpmx_lite/data/README.md``.
+#:
+#: :meta hide-value:
 DATASETS: dict[str, tuple[str, PmxRoles]] = {
     "warfarin": (
         "warfarin.csv",
