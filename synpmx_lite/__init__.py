@@ -17,6 +17,8 @@ dp_noise
     The noise a differential-privacy guarantee needs on a small study's population model.
 tracing
     The tracing attack of Dwork et al. on released means, and OpenDP's Laplace mean query.
+tables
+    Captioned, numbered tables for the book (MyST in the book, HTML in a notebook).
 fisher, fisher_data
     Per-example Fisher information loss, IRFIL and attribute inversion; the scikit-learn
     datasets they are shown on.
@@ -70,6 +72,7 @@ from .membership import (
 from .pk import PkModel, predict_concentrations
 from .rounding import round_significant
 from .study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, prepare_study
+from .tables import BookTable, book_table
 from .tracing import (
     DpMeanQuery,
     TracingSimulation,
@@ -92,6 +95,7 @@ __all__ = [
     "FINGERPRINT_FIELDS",
     "AttendanceAttack",
     "AttributeInversion",
+    "BookTable",
     "ConstructedCases",
     "DpMeanQuery",
     "Fingerprint",
@@ -114,6 +118,7 @@ __all__ = [
     "attribute_inversion",
     "auc",
     "auc_standard_error",
+    "book_table",
     "calibrated_threshold",
     "constructed_warfarin_cases",
     "dp_mean_query",
