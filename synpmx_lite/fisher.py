@@ -18,14 +18,24 @@ model has the squared loss over two (labels in :math:`\{-1, 1\}` for classificat
 for regression) and the logistic model the log-loss (labels in :math:`\{0, 1\}`). Neither has
 an intercept.
 
+Each example's :math:`J_i J_i^\top` is, in the eigenbasis of :math:`H`, a diagonal matrix plus a
+symmetric rank-two term, so its largest eigenvalue is the largest root of a two-by-two secular
+equation: :func:`per_example_fil` costs one :math:`O(n d^2)` transform and then :math:`O(d)`
+per example and root-finding step, and never forms a :math:`d \times d` matrix per example.
+
 The module also holds iteratively reweighted FIL (IRFIL), which equalises :math:`\eta` across
-examples, the white-box attribute-inversion attack with its baseline, and the FIL of one
-patient in a clipped mean released with Laplace or Gaussian noise.
+examples; the white-box and black-box attribute-inversion attacks, with the accuracy FIL
+predicts for them; the paper's rule for the logistic regularisation; the Cramer-Rao bound for
+biased estimators; and the FIL of one patient in a clipped mean released with Laplace or
+Gaussian noise.
 
 References
 ----------
 Hannun, Guo and van der Maaten (2021), "Measuring data leakage in machine-learning models with
 Fisher information", Proceedings of UAI 2021, PMLR 161, 760-770.
+
+Fredrikson, Lantz, Jha, Lin, Page and Ristenpart (2014), "Privacy in pharmacogenetics: an
+end-to-end case study of personalized warfarin dosing", USENIX Security 2014, 17-32.
 """
 
 from __future__ import annotations
@@ -36,19 +46,24 @@ from dataclasses import dataclass
 import numpy as np
 import opendp.prelude as dp
 import pandas as pd
-from scipy import linalg, optimize, special
+from scipy import special, stats
 
 from ._validation import check_array, check_binary, check_count, check_real, check_rng
 from .dp_noise import CLIPPING_SPAN
+from .rounding import round_significant
 
 __all__ = [
+    "CONDITION_LIMIT",
     "MODELS",
     "AttributeInversion",
     "Reweighting",
     "accuracy",
     "attribute_inversion",
+    "biased_cramer_rao",
     "fit_model",
+    "inversion_sweep",
     "irfil",
+    "matched_logistic_l2",
     "mean_release_fil",
     "per_example_fil",
     "per_example_heuristics",
@@ -62,12 +77,22 @@ dp.enable_features("contrib")
 #: The models the module fits.
 MODELS = ("linear", "logistic")
 
+#: Largest condition number of the Hessian accepted: rounding in its inverse alone can move
+#: the Jacobians by about this times machine epsilon (2e-6 here), and a rank-deficient
+#: Hessian, whose computed condition number is of order 1/epsilon, is refused.
+CONDITION_LIMIT = 1e10
+
 # Gradient size (mean-loss scale) below which a fit counts as the exact minimiser that the
 # implicit-function Jacobian assumes.
 _GRADIENT_TOLERANCE = 1e-10
 
-# Entries of the (examples x candidate models) margin array held at once by the attack.
-_ATTACK_BUDGET = 2_000_000
+# Newton steps allowed for a logistic fit; damped Newton needs a few dozen at most.
+_NEWTON_STEPS = 100
+
+# Entries of the (releases x examples x candidates) arrays the attacks hold at once.
+_ATTACK_BUDGET = 4_000_000
+
+_EPS = np.finfo(float).eps
 
 
 # --- Checks ------------------------------------------------------------------------------------
@@ -81,17 +106,19 @@ def _check_model(model: object) -> str:
     return model
 
 
+def _check_labels(y: object, model: str, name: str = "y") -> np.ndarray:
+    if model == "logistic":
+        return check_binary(y, name, ndim=1).astype(float)
+    return check_array(y, name, ndim=1)
+
+
 def _check_problem(
     X: object, y: object, model: object, l2: object, weights: object
 ) -> tuple[np.ndarray, np.ndarray, str, float, np.ndarray]:
     """Validate a regression problem; return it as arrays, weights filled with ones."""
     X = check_array(X, "X", ndim=2)
     model = _check_model(model)
-    y = (
-        check_binary(y, "y", ndim=1).astype(float)
-        if model == "logistic"
-        else check_array(y, "y", ndim=1)
-    )
+    y = _check_labels(y, model)
     if y.size != X.shape[0]:
         raise ValueError(
             f"y must have one label per row of X: X has {X.shape[0]} rows, y has {y.size}"
@@ -127,7 +154,15 @@ def _check_columns(columns: object, d: int, name: str) -> np.ndarray:
     return np.unique(indices % (d + 1))
 
 
-# --- Losses and the fit --------------------------------------------------------------------
+def _check_attribute(attribute: object, d: int) -> int:
+    if isinstance(attribute, bool) or not isinstance(attribute, numbers.Integral):
+        raise TypeError(f"attribute must be an integer column index, got {attribute!r}")
+    if not 0 <= attribute < d:
+        raise ValueError(f"attribute must index one of the {d} columns of X")
+    return int(attribute)
+
+
+# --- Losses, the Hessian and the fit -------------------------------------------------------------
 
 
 def _loss_terms(
@@ -142,13 +177,48 @@ def _loss_terms(
 
 
 @dataclass(frozen=True)
+class _Hessian:
+    """Eigendecomposition ``H = V diag(values) V'`` of the sum-form Hessian X'WX + n l2 I."""
+
+    values: np.ndarray
+    vectors: np.ndarray
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """H^{-1} b for a vector or the columns of a matrix."""
+        values = self.values if b.ndim == 1 else self.values[:, None]
+        return self.vectors @ ((self.vectors.T @ b) / values)
+
+    @property
+    def inverse(self) -> np.ndarray:
+        return (self.vectors / self.values) @ self.vectors.T
+
+
+def _factorise(X: np.ndarray, curvature: np.ndarray, l2: float) -> _Hessian:
+    """Factorise X' diag(curvature) X + n l2 I, refusing it when it is numerically singular.
+
+    The test is on the condition number (a rank test with a relative tolerance): an absolute
+    or pivot-size test lets rank-deficient problems through whenever rounding leaves their
+    zero eigenvalue slightly positive.
+    """
+    hessian = (X * curvature[:, None]).T @ X
+    hessian[np.diag_indices_from(hessian)] += X.shape[0] * l2
+    values, vectors = np.linalg.eigh(hessian)
+    if not values[-1] > 0 or values[0] <= values[-1] / CONDITION_LIMIT:
+        raise ValueError(
+            "the Hessian of the training objective is singular to working precision "
+            f"(condition number above {CONDITION_LIMIT:g}): use l2 > 0 or more examples, "
+            "not collinear, than features"
+        )
+    return _Hessian(values, vectors)
+
+
+@dataclass(frozen=True)
 class _Fit:
-    """A fitted model and what its Jacobians need: the inverse Hessian (from its Cholesky
-    factor) and each example's weighted loss derivatives, ``first`` and ``second``, in the
-    margin."""
+    """A fitted model and what its Jacobians need: the factorised Hessian and each example's
+    weighted loss derivatives, ``first`` and ``second``, in the margin."""
 
     coef: np.ndarray
-    hessian_inverse: np.ndarray
+    hessian: _Hessian
     first: np.ndarray
     second: np.ndarray
 
@@ -163,68 +233,73 @@ def _objective(
     return value, X.T @ (weights * first) / n + l2 * w
 
 
-def _hessian(
-    X: np.ndarray, second: np.ndarray, l2: float, weights: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cholesky factor and inverse of the sum-form Hessian X'WX + n l2 I."""
-    hessian = (X * (weights * second)[:, None]).T @ X
-    hessian[np.diag_indices_from(hessian)] += X.shape[0] * l2
-    try:
-        factor = linalg.cho_factor(hessian)
-        pivots = np.abs(np.diag(factor[0]))
-        # Rounding can leave a rank-deficient matrix with tiny positive pivots.
-        singular = pivots.min() <= np.sqrt(X.shape[1] * np.finfo(float).eps) * pivots.max()
-    except linalg.LinAlgError:
-        singular = True
-    if singular:
-        raise ValueError(
-            "the Hessian of the training objective is singular: use l2 > 0 or more examples "
-            "than features"
-        )
-    return factor, linalg.cho_solve(factor, np.eye(X.shape[1]))
-
-
-def _minimise_logistic(X: np.ndarray, y: np.ndarray, l2: float, weights: np.ndarray) -> np.ndarray:
-    n, d = X.shape
-    coef = optimize.minimize(
-        _objective,
-        np.zeros(d),
-        args=(X, y, "logistic", l2, weights),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": 10_000, "gtol": 1e-9, "ftol": 1e-15},
-    ).x
+def _minimise_logistic(
+    X: np.ndarray, y: np.ndarray, l2: float, weights: np.ndarray, start: np.ndarray | None
+) -> np.ndarray:
+    """Damped Newton's method: the objective is smooth and, with l2 > 0, strictly convex."""
     failure = (
         "logistic regression did not converge (separable classes have no minimiser): use l2 > 0"
     )
-    # L-BFGS stops near the minimiser; a few Newton steps reach it to machine precision, which
-    # the implicit-function Jacobian assumes.
-    try:
-        for _ in range(20):
-            _, first, second = _loss_terms("logistic", X @ coef, y)
-            factor, _ = _hessian(X, second, l2, weights)
-            step = linalg.cho_solve(factor, X.T @ (weights * first) + n * l2 * coef)
+    n = y.size
+    coef = np.zeros(X.shape[1]) if start is None else start.copy()
+    value, gradient = _objective(coef, X, y, "logistic", l2, weights)
+    polished = 0
+    for _ in range(_NEWTON_STEPS):
+        second = _loss_terms("logistic", X @ coef, y)[2]
+        try:
+            step = _factorise(X, weights * second, l2).solve(n * gradient)
+        except ValueError as error:
+            raise ValueError(failure) from error
+        if np.max(np.abs(step)) <= 1e-14 * (1 + np.max(np.abs(coef))):
+            break
+        decrease = gradient @ step  # twice the predicted decrease of the objective
+        if decrease <= 1e3 * _EPS * max(value, _EPS):
+            # Within rounding of the minimum the line search cannot tell steps apart; full
+            # Newton steps converge quadratically from here.
             coef = coef - step
-            if np.max(np.abs(step)) <= 1e-13 * (1 + np.max(np.abs(coef))):
+            value, gradient = _objective(coef, X, y, "logistic", l2, weights)
+            polished += 1
+            if polished == 3:
                 break
-    except ValueError as error:
-        raise ValueError(failure) from error
-    gradient = _objective(coef, X, y, "logistic", l2, weights)[1]
+            continue
+        scale = 1.0
+        while True:  # backtracking (Armijo) line search
+            trial = coef - scale * step
+            trial_value, trial_gradient = _objective(trial, X, y, "logistic", l2, weights)
+            if trial_value <= value - 1e-4 * scale * decrease:
+                break
+            scale /= 2
+            if scale < 1e-10:
+                raise ValueError(failure)
+        coef, value, gradient = trial, trial_value, trial_gradient
     if not np.all(np.isfinite(coef)) or np.max(np.abs(gradient)) > _GRADIENT_TOLERANCE:
         raise ValueError(failure)
     return coef
 
 
-def _fit(X: np.ndarray, y: np.ndarray, model: str, l2: float, weights: np.ndarray) -> _Fit:
+def _fit(
+    X: np.ndarray,
+    y: np.ndarray,
+    model: str,
+    l2: float,
+    weights: np.ndarray,
+    start: np.ndarray | None = None,
+) -> _Fit:
     if model == "linear":
-        factor, inverse = _hessian(X, np.ones(y.size), l2, weights)
-        coef = linalg.cho_solve(factor, X.T @ (weights * y))
-        _, first, second = _loss_terms(model, X @ coef, y)
+        hessian = _factorise(X, weights, l2)
+        coef = hessian.solve(X.T @ (weights * y))
     else:
-        coef = _minimise_logistic(X, y, l2, weights)
-        _, first, second = _loss_terms(model, X @ coef, y)
-        _, inverse = _hessian(X, second, l2, weights)
-    return _Fit(coef, inverse, weights * first, weights * second)
+        coef = _minimise_logistic(X, y, l2, weights, start)
+    _, first, second = _loss_terms(model, X @ coef, y)
+    if model == "logistic":
+        try:
+            hessian = _factorise(X, weights * second, l2)
+        except ValueError as error:
+            raise ValueError(
+                "logistic regression did not converge (separable classes have no minimiser): "
+                "use l2 > 0"
+            ) from error
+    return _Fit(coef, hessian, weights * first, weights * second)
 
 
 def fit_model(
@@ -240,8 +315,8 @@ def fit_model(
         ``n`` labels: any real for ``"linear"`` (:math:`\pm 1` for classification), 0 or 1
         for ``"logistic"``.
     model : {"linear", "logistic"}, default "linear"
-        Squared loss over two, solved exactly, or log-loss, minimised by L-BFGS and polished
-        with Newton steps.
+        Squared loss over two, solved exactly, or log-loss, minimised by damped Newton steps
+        to machine precision (the implicit-function Jacobians assume the exact minimiser).
     l2 : float, default 0.0
         The regularisation :math:`\lambda \ge 0`.
     weights : array_like or None
@@ -251,11 +326,76 @@ def fit_model(
     -------
     numpy.ndarray
         The ``d`` coefficients.
+
+    Raises
+    ------
+    ValueError
+        If the Hessian's condition number exceeds :data:`CONDITION_LIMIT` (too few or
+        collinear examples without regularisation), or the logistic loss has no minimiser.
     """
     return _fit(*_check_problem(X, y, model, l2, weights)).coef
 
 
-# --- Jacobians and FIL -----------------------------------------------------------------------
+def matched_logistic_l2(
+    X: object, y: object, *, candidates: object = None, figures: int = 2
+) -> float:
+    r"""The paper's logistic regularisation: the largest :math:`\lambda` that keeps the training
+    accuracy of the unregularised linear classifier.
+
+    Hannun, Guo and van der Maaten (2021) set :math:`\lambda` for logistic
+    regression to the largest value whose training accuracy equals, to two significant
+    figures, that of linear regression on labels :math:`\pm 1` without regularisation. The
+    candidates are tried from the largest down, each fit starting from the previous one.
+
+    Parameters
+    ----------
+    X : array_like
+        ``(n, d)`` features.
+    y : array_like
+        ``n`` labels, 0 or 1.
+    candidates : array_like or None
+        Positive values of :math:`\lambda` to try; None takes 49 values spaced evenly on a log
+        scale from :math:`10^{-6}` to 1.
+    figures : int, default 2
+        Significant figures to which the two accuracies must agree.
+
+    Returns
+    -------
+    float
+        The largest candidate that matches.
+
+    Raises
+    ------
+    ValueError
+        If no candidate matches.
+    """
+    X = check_array(X, "X", ndim=2)
+    y = _check_labels(y, "logistic")
+    figures = check_count(figures, "figures")
+    if y.size != X.shape[0]:
+        raise ValueError(
+            f"y must have one label per row of X: X has {X.shape[0]} rows, y has {y.size}"
+        )
+    grid = (
+        np.geomspace(1e-6, 1.0, 49) if candidates is None else check_array(candidates, "candidates")
+    )
+    if grid.ndim != 1 or np.any(grid <= 0):
+        raise ValueError("candidates must be a 1-D array of positive values")
+    ones = np.ones(y.size)
+    signs = 2 * y - 1
+    linear = _fit(X, signs, "linear", 0.0, ones).coef
+    target = round_significant(accuracy(X, signs, linear), figures)
+    coef = None
+    for l2 in np.sort(grid)[::-1]:
+        coef = _fit(X, y, "logistic", float(l2), ones, start=coef).coef
+        if round_significant(accuracy(X, y, coef, model="logistic"), figures) == target:
+            return float(l2)
+    raise ValueError(
+        "no candidate l2 gives the linear classifier's training accuracy; try smaller values"
+    )
+
+
+# --- Jacobians -----------------------------------------------------------------------------------
 
 
 def per_example_jacobians(
@@ -275,6 +415,9 @@ def per_example_jacobians(
     with :math:`\ell'_i, \ell''_i` the derivatives of the loss with respect to the margin
     :math:`x_i^\top w^*`. The Hessian is factorised once for all examples.
 
+    This function returns the whole ``(n, d, d + 1)`` array, for inspection and checks;
+    :func:`per_example_fil` and :func:`subset_fil` never form it.
+
     Parameters
     ----------
     X, y, model, l2, weights
@@ -287,26 +430,206 @@ def per_example_jacobians(
         (rows) with respect to each feature and, in the last column, the label.
     """
     X, y, model, l2, weights = _check_problem(X, y, model, l2, weights)
-    return _jacobian_array(X, _fit(X, y, model, l2, weights), weights)
-
-
-def _jacobian_array(X: np.ndarray, fit: _Fit, weights: np.ndarray) -> np.ndarray:
-    """``(n, d, d + 1)`` Jacobians of the minimiser with respect to each example's (x, y)."""
-    a = X @ fit.hessian_inverse  # row i is H^{-1} x_i (H is symmetric)
+    fit = _fit(X, y, model, l2, weights)
+    inverse = fit.hessian.inverse
+    a = X @ inverse  # row i is H^{-1} x_i (H is symmetric)
     jx = -(
-        fit.first[:, None, None] * fit.hessian_inverse
+        fit.first[:, None, None] * inverse
         + (fit.second[:, None] * a)[:, :, None] * fit.coef[None, None, :]
     )
     return np.concatenate([jx, (weights[:, None] * a)[:, :, None]], axis=2)
 
 
-def _largest_eigenvalue(jacobians: np.ndarray) -> np.ndarray:
-    """Largest eigenvalue of J J^T for a stack of J, through the smaller of the two Grams."""
-    if jacobians.shape[-1] <= jacobians.shape[-2]:
-        gram = np.swapaxes(jacobians, -1, -2) @ jacobians
+# --- Per-example FIL: a secular equation per example ---------------------------------------------
+
+
+def _largest_eigenvalues(
+    theta: np.ndarray,
+    U: np.ndarray,
+    c: np.ndarray,
+    scale: np.ndarray,
+    rho: np.ndarray,
+    cross: np.ndarray,
+) -> np.ndarray:
+    r"""Largest eigenvalue of :math:`M_i = s_i\Theta + \rho_i u_i u_i^\top + t_i(c u_i^\top +
+    u_i c^\top)` for every row :math:`u_i` of ``U``, each :math:`M_i` positive semi-definite.
+
+    :math:`\Theta = \mathrm{diag}(\theta)` (ascending, non-negative) and :math:`c` are shared;
+    ``scale``, ``rho`` and ``cross`` are :math:`s_i, \rho_i, t_i`. Writing
+    :math:`D = s_i\Theta` and :math:`g_{ab}(\mu) = \sum_k a_k b_k / (D_k - \mu)`, a value
+    :math:`\mu` outside the spectrum of :math:`D` is an eigenvalue exactly when the secular
+    function
+
+    .. math:: f(\mu) = (1 + t_i g_{uc})^2 + g_{uu}(\rho_i - t_i^2 g_{cc})
+
+    vanishes, and by Haynsworth's inertia formula the number of eigenvalues above
+    :math:`\mu` is :math:`\#\{k: D_k > \mu\} + \pi(S) - 1`, with :math:`\pi(S)` the number
+    of positive eigenvalues of the two-by-two matrix
+    :math:`S = \begin{pmatrix} -g_{uu} & -1 - t_i g_{uc} \\ \cdot & \rho_i - t_i^2
+    g_{cc}\end{pmatrix}` (whose determinant is :math:`-f`). That count keeps a bracket
+    :math:`[lo, hi]` around the largest eigenvalue; inside it, once no pole of :math:`f`
+    and no other eigenvalue remains, Newton steps on :math:`1/(\mu - p)`, with :math:`p` the
+    nearest pole below, converge in a few steps, and bisection takes over whenever a step
+    would leave the bracket or fail to halve.
+    """
+    n, d = U.shape
+    uu, uc, cc = U * U, U * c, c * c
+    if d == 1:
+        return np.maximum(scale * theta[0] + rho * uu[:, 0] + 2 * cross * uc[:, 0], 0)
+    top = scale * theta[-1]
+    # The rank-two part alone, R = [u, tc] C [u, tc]' with C = [[rho, 1], [1, 0]], has its
+    # nonzero eigenvalues in common with the 2 x 2 matrix C G, G the Gram matrix of u and tc.
+    g11, g12, g22 = uu.sum(axis=1), cross * uc.sum(axis=1), cross**2 * cc.sum()
+    trace, det = rho * g11 + 2 * g12, g12**2 - g11 * g22  # det <= 0
+    root = np.sqrt(np.maximum(trace**2 - 4 * det, 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        largest_r = np.where(trace >= 0, (trace + root) / 2, 2 * det / (trace - root))
+    largest_r = np.nan_to_num(largest_r)
+    # Weyl's inequalities bracket the largest eigenvalue of D + R between largest_r plus the
+    # smallest and the largest entry of D. Other lower bounds: the Rayleigh quotient at
+    # e = y1 u + y2 t c, with (y1, y2) = (largest_r - g12, g11) solving (C G - largest_r) y = 0
+    # so that e is R's top eigenvector; the second pole (interlacing); and zero.
+    hi = (largest_r + top) * (1 + 64 * _EPS)
+    y1, y2 = largest_r - g12, g11
+    p, q = g11 * y1 + g12 * y2, g12 * y1 + g22 * y2  # [u, tc]' e
+    diagonal = scale * (
+        y1**2 * (uu @ theta) + 2 * y1 * y2 * cross * (uc @ theta) + y2**2 * cross**2 * (cc @ theta)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotient = (diagonal + rho * p**2 + 2 * p * q) / (y1 * p + y2 * q)
+    lo = np.maximum(largest_r + scale * theta[0], np.nan_to_num(quotient))
+    if d > 1:
+        lo = np.maximum(lo, scale * theta[-2])
+    lo = np.minimum(np.maximum(lo, 0) * (1 - 64 * _EPS), hi)
+    result = (lo + hi) / 2
+    # Above the largest pole at most one eigenvalue lies (interlacing), so a lower bound
+    # there brackets only the largest.
+    state = {
+        "index": np.arange(n),
+        "uu": uu,
+        "uc": uc,
+        "scale": scale,
+        "rho": rho,
+        "cross": cross,
+        "lo": lo,
+        "hi": hi,
+        "x": lo.copy(),
+        "count_lo": np.where(lo >= top, 1, 2),
+        "last": np.full(n, np.inf),
+    }
+    active = hi - lo > 32 * _EPS * hi
+    # Two work arrays serve every step (fresh n x d temporaries cost more than the arithmetic).
+    work, work2 = np.empty((n, d)), np.empty((n, d))
+    for _ in range(400):
+        if active.sum() <= active.size / 2:  # drop the finished rows now and then
+            state = {key: value[active] for key, value in state.items()}
+            active = active[active]
+        if active.size == 0:
+            break
+        s, t, rho_, lo, hi, x = (state[key] for key in ("scale", "cross", "rho", "lo", "hi", "x"))
+        r, r2 = work[: x.size], work2[: x.size]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            np.multiply.outer(s, theta, out=r)
+            np.subtract(r, x[:, None], out=r)
+            np.divide(1.0, r, out=r)
+            np.multiply(r, r, out=r2)
+            guu = np.einsum("nd,nd->n", state["uu"], r)
+            guc = t * np.einsum("nd,nd->n", state["uc"], r)
+            gcc = t * t * np.einsum("nd,d->n", r, cc)
+            duu = np.einsum("nd,nd->n", state["uu"], r2)
+            duc = t * np.einsum("nd,nd->n", state["uc"], r2)
+            dcc = t * t * np.einsum("nd,d->n", r2, cc)
+            f = (1 + guc) ** 2 + guu * (rho_ - gcc)
+            slope = 2 * (1 + guc) * duc + duu * (rho_ - gcc) - guu * dcc
+            trace = rho_ - gcc - guu
+            positive = np.where(f > 0, 1, np.where(trace > 0, 2 - (f == 0), 0))
+            count = d - np.searchsorted(theta, x / s, side="right") + positive - 1
+        above = count >= 1
+        lo = np.where(above, x, lo)
+        hi = np.where(above, hi, x)
+        count_lo = np.where(above, count, state["count_lo"])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            below = np.searchsorted(theta, lo / s, side="right")
+            poles_inside = np.searchsorted(theta, hi / s, side="left") - below
+            pole = np.where(below > 0, s * theta[np.maximum(below - 1, 0)], -np.inf)
+            gap = x - pole
+            inverse_gap = 1 / gap + f / (slope * gap * gap)
+            newton = np.where(np.isfinite(pole), pole + 1 / inverse_gap, x - f / slope)
+            newton = np.where(np.isfinite(pole) & (inverse_gap <= 0), np.nan, newton)
+            step = newton - x
+            # A nudge of a few units in the last place carries the next point across the
+            # root, so that the bracket closes from both sides.
+            newton = newton + np.sign(step) * 4 * _EPS * np.abs(newton)
+        bracketed = (count_lo == 1) & (poles_inside <= 0) & np.isfinite(newton)
+        use = bracketed & (newton > lo) & (newton < hi) & (np.abs(step) <= state["last"] / 2)
+        following = np.where(use, newton, (lo + hi) / 2)
+        narrow = hi - lo <= 32 * _EPS * hi
+        at_root = np.abs(f) <= 4 * (d + 1) * _EPS * (
+            (1 + np.abs(guc)) ** 2 + np.abs(guu) * (np.abs(rho_) + np.abs(gcc))
+        )
+        done = active & (narrow | (bracketed & ((np.abs(step) <= 8 * _EPS * np.abs(x)) | at_root)))
+        value = np.where(narrow, (lo + hi) / 2, np.where(at_root | ~np.isfinite(newton), x, newton))
+        result[state["index"][done]] = value[done]
+        active = active & ~done
+        state.update(lo=lo, hi=hi, x=following, count_lo=count_lo, last=np.abs(following - x))
+    index = state["index"][active]
+    result[index] = (state["lo"][active] + state["hi"][active]) / 2
+    return result
+
+
+def _selected(fit: _Fit, columns: np.ndarray) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
+    """The selected features, whether the label is selected, and for the features F:
+    ``A_F = H^{-1}[:, F]`` and ``b = A_F w_F``."""
+    d = fit.coef.size
+    features = columns[columns < d]
+    inverse_columns = fit.hessian.solve(np.eye(d)[:, features])
+    return (
+        features,
+        bool(np.any(columns == d)),
+        inverse_columns,
+        inverse_columns @ fit.coef[features],
+    )
+
+
+def _fil_squared(X: np.ndarray, fit: _Fit, weights: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    r"""Largest eigenvalue of :math:`J_{i,S} J_{i,S}^\top` for every example (noise scale 1).
+
+    With :math:`A = H^{-1}`, :math:`a_i = A x_i`, :math:`F` the selected features and
+    :math:`\delta` one if the label is selected,
+
+    .. math::
+
+        J_{i,S} J_{i,S}^\top = (\omega_i\ell'_i)^2 A_F A_F^\top
+        + \omega_i^2\ell'_i\ell''_i (b a_i^\top + a_i b^\top)
+        + \left((\omega_i\ell''_i)^2 \lVert w_F\rVert^2 + \delta\omega_i^2\right) a_i a_i^\top,
+
+    with :math:`b = A_F w_F`: a matrix shared by all examples, scaled, plus a rank-two term.
+    In the eigenbasis of :math:`B = A_F A_F^\top` (for all features, that of :math:`H`
+    itself) the shared part is diagonal, and :func:`_largest_eigenvalues` solves each
+    example's secular equation in :math:`O(d)` per step. Memory is :math:`O(n d)`.
+    """
+    d = X.shape[1]
+    features, label, inverse_columns, b = _selected(fit, columns)
+    if features.size == d:
+        # B = H^{-2}: the eigenvectors of H, the eigenvalues 1/h^2 (ascending for descending h).
+        values, vectors = fit.hessian.values[::-1], fit.hessian.vectors[:, ::-1]
+        theta = values**-2
+        U = (X @ vectors) / values
+        c = (vectors.T @ fit.coef) / values
     else:
-        gram = jacobians @ np.swapaxes(jacobians, -1, -2)
-    return np.clip(np.linalg.eigvalsh(gram)[..., -1], 0, None)
+        theta, basis = np.linalg.eigh(inverse_columns @ inverse_columns.T)
+        theta = np.clip(theta, 0, None)
+        U = X @ fit.hessian.solve(basis)
+        c = basis.T @ b
+    coef_norm2 = float(fit.coef[features] @ fit.coef[features])
+    return _largest_eigenvalues(
+        theta,
+        U,
+        c,
+        scale=fit.first**2,
+        rho=fit.second**2 * coef_norm2 + (weights**2 if label else 0.0),
+        cross=fit.first * fit.second,
+    )
 
 
 def per_example_fil(
@@ -321,11 +644,14 @@ def per_example_fil(
 ) -> np.ndarray:
     r"""Fisher information loss :math:`\eta_i` of each example under Gaussian output noise.
 
-    The model is fitted once, its Hessian factorised once, and each example's
+    The model is fitted once and its Hessian factorised once; each example's
     :math:`\eta_i = \lVert J_i \rVert_2/\sigma` is the square root of the largest eigenvalue
     of its Fisher information matrix :math:`J_i^\top J_i/\sigma^2`
-    (:func:`per_example_jacobians`). The cost is :math:`O(d^2 n)` for the Hessian and
-    :math:`O(d^3)` per example.
+    (:func:`per_example_jacobians`). That eigenvalue is the largest root of a secular
+    equation in the eigenbasis of the Hessian, where :math:`J_i J_i^\top` is a diagonal
+    matrix plus a rank-two term, found by safeguarded Newton steps: the cost is
+    :math:`O(n d^2)` for the Hessian and the change of basis, then :math:`O(d)` per example
+    and step, and the memory :math:`O(n d)`.
 
     Parameters
     ----------
@@ -357,8 +683,8 @@ def per_example_fil(
     X, y, model, l2, weights = _check_problem(X, y, model, l2, weights)
     sigma = _check_sigma(sigma)
     columns = _check_columns(attributes, X.shape[1], "attributes")
-    jacobians = _jacobian_array(X, _fit(X, y, model, l2, weights), weights)[:, :, columns]
-    return np.sqrt(_largest_eigenvalue(jacobians)) / sigma
+    fit = _fit(X, y, model, l2, weights)
+    return np.sqrt(_fil_squared(X, fit, weights, columns)) / sigma
 
 
 def subset_fil(
@@ -377,7 +703,9 @@ def subset_fil(
     The Fisher information matrix of the selected entries is the block of the full matrix
     that they index; its largest eigenvalue equals that of :math:`\sum_i J_{i,S} J_{i,S}^\top`
     over the selected examples, with :math:`J_{i,S}` the selected columns of example ``i``'s
-    Jacobian. Every entry left out is taken as known to the adversary.
+    Jacobian. That sum is formed in closed form (the expansion in :func:`per_example_fil`,
+    summed), in :math:`O(n d^2)` time and without any per-example Jacobian. Every entry left
+    out is taken as known to the adversary.
 
     Parameters
     ----------
@@ -406,8 +734,19 @@ def subset_fil(
             raise ValueError(f"examples must index the {y.size} rows of X") from error
         if rows.size == 0:
             raise ValueError("examples must select at least one row")
-    jacobians = _jacobian_array(X, _fit(X, y, model, l2, weights), weights)[rows][:, :, columns]
-    gram = np.einsum("idk,iek->de", jacobians, jacobians)
+    fit = _fit(X, y, model, l2, weights)
+    features, label, inverse_columns, b = _selected(fit, columns)
+    first, second, rows_X = fit.first[rows], fit.second[rows], X[rows]
+    coef_norm2 = float(fit.coef[features] @ fit.coef[features])
+    outer = fit.hessian.solve((first * second) @ rows_X)  # sum_i w^2 l' l'' a_i
+    rho = second**2 * coef_norm2 + (weights[rows] ** 2 if label else 0.0)
+    inner = fit.hessian.solve(fit.hessian.solve((rows_X * rho[:, None]).T @ rows_X).T)
+    gram = (
+        (first @ first) * (inverse_columns @ inverse_columns.T)
+        + np.outer(b, outer)
+        + np.outer(outer, b)
+        + inner
+    )
     return float(np.sqrt(max(np.linalg.eigvalsh(gram)[-1], 0.0)) / sigma)
 
 
@@ -442,7 +781,7 @@ def per_example_heuristics(
     X, y, model, l2, weights = _check_problem(X, y, model, l2, weights)
     sigma = _check_sigma(sigma)
     fit = _fit(X, y, model, l2, weights)
-    eta = np.sqrt(_largest_eigenvalue(_jacobian_array(X, fit, weights))) / sigma
+    eta = np.sqrt(_fil_squared(X, fit, weights, np.arange(X.shape[1] + 1))) / sigma
     loss, first, _ = _loss_terms(model, X @ fit.coef, y)
     return pd.DataFrame(
         {
@@ -591,9 +930,11 @@ def irfil(
     iterations = check_count(iterations, "iterations")
     columns = _check_columns(attributes, X.shape[1], "attributes")
     history_weights, history_eta, history_coef = [], [], []
+    start = None
     for step in range(iterations + 1):
-        fit = _fit(X, y, model, l2, weights)
-        eta = np.sqrt(_largest_eigenvalue(_jacobian_array(X, fit, weights)[:, :, columns]))
+        fit = _fit(X, y, model, l2, weights, start=start)
+        start = fit.coef
+        eta = np.sqrt(_fil_squared(X, fit, weights, columns))
         history_weights.append(weights)
         history_eta.append(eta / sigma)
         history_coef.append(fit.coef)
@@ -607,12 +948,12 @@ def irfil(
     )
 
 
-# --- Attribute inversion ----------------------------------------------------------------------
+# --- Attribute inversion ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class AttributeInversion:
-    """Results of :func:`attribute_inversion`, one entry per training example.
+    r"""Results of :func:`attribute_inversion`, one entry per training example.
 
     Attributes
     ----------
@@ -620,28 +961,44 @@ class AttributeInversion:
         The example's true value of the attacked attribute.
     eta : numpy.ndarray
         FIL of that attribute of the example (all else known).
-    accuracy : numpy.ndarray
+    whitebox : numpy.ndarray
         Share of the simulated releases in which the white-box attack recovers the value.
+    blackbox : numpy.ndarray
+        The same for the black-box attack, on the same releases.
     baseline : numpy.ndarray
         1.0 where the baseline guess (the attribute's most common value) is right, else 0.0.
+    predicted : numpy.ndarray
+        The white-box attack's accuracy that FIL predicts, to first order in the noise: the
+        chance that the release falls nearer the true value's model than any other
+        candidate's, with the candidates' models :math:`\sigma\eta\,|v - v'|` apart.
+    predicted_best : numpy.ndarray
+        The accuracy FIL predicts, to the same order, for the best guess from the release and
+        the prior (the Bayes rule): to that order no attack that sees only the release,
+        white-box or black-box, beats it on average over the prior.
     values : numpy.ndarray
         The candidate values the attacker chooses between.
     """
 
     truth: np.ndarray
     eta: np.ndarray
-    accuracy: np.ndarray
+    whitebox: np.ndarray
+    blackbox: np.ndarray
     baseline: np.ndarray
+    predicted: np.ndarray
+    predicted_best: np.ndarray
     values: np.ndarray
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per example: ``truth``, ``eta``, ``accuracy``, ``baseline``."""
+        """One row per example: ``truth``, ``eta`` and the accuracies."""
         return pd.DataFrame(
             {
                 "truth": self.truth,
                 "eta": self.eta,
-                "accuracy": self.accuracy,
+                "whitebox": self.whitebox,
+                "blackbox": self.blackbox,
                 "baseline": self.baseline,
+                "predicted": self.predicted,
+                "predicted_best": self.predicted_best,
             }
         )
 
@@ -698,6 +1055,167 @@ def _candidate_models(
     raise ValueError("retraining a candidate model did not converge: use a larger l2")
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What both attacks need about one attacked attribute of one trained model."""
+
+    X: np.ndarray
+    y: np.ndarray
+    model: str
+    attribute: int
+    values: np.ndarray
+    truth_index: np.ndarray
+    log_prior: np.ndarray
+    coef: np.ndarray
+    offsets: np.ndarray  # (n, k, d): each candidate's model less the trained one
+    column_norm: np.ndarray  # ||J_col|| of each example: its attribute's FIL at sigma = 1
+
+
+def _target(
+    X: np.ndarray,
+    y: np.ndarray,
+    model: str,
+    l2: float,
+    weights: np.ndarray,
+    attribute: int,
+    values: np.ndarray,
+) -> _Target:
+    fit = _fit(X, y, model, l2, weights)
+    n, d = X.shape
+    chunk = max(1, _ATTACK_BUDGET // (n * values.size * d))
+    offsets = (
+        np.concatenate(
+            [
+                _candidate_models(
+                    X,
+                    y,
+                    model,
+                    l2,
+                    weights,
+                    fit.coef,
+                    np.arange(n)[s : s + chunk],
+                    attribute,
+                    values,
+                )
+                for s in range(0, n, chunk)
+            ]
+        )
+        - fit.coef
+    )
+    truth = X[:, attribute]
+    counts = np.array([np.sum(truth == v) for v in values])
+    with np.errstate(divide="ignore"):
+        log_prior = np.log(counts / n)
+    return _Target(
+        X=X,
+        y=y,
+        model=model,
+        attribute=attribute,
+        values=values,
+        truth_index=np.searchsorted(values, truth),
+        log_prior=log_prior,
+        coef=fit.coef,
+        offsets=offsets,
+        column_norm=np.sqrt(_fil_squared(X, fit, weights, np.array([attribute]))),
+    )
+
+
+def _guesses(target: _Target, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the values guessed by the white-box and the black-box attack: ``(R, n)`` each,
+    for the releases ``coef + noise[r]``."""
+    X, y, values, attribute = target.X, target.y, target.values, target.attribute
+    n, d = X.shape
+    # White box: the candidate model nearest the release. ||w' - w_c||^2 = ||noise||^2
+    # - 2 noise . offset_c + ||offset_c||^2, and the first term is the same for every c.
+    distance = np.sum(target.offsets**2, axis=2)[None] - 2 * np.einsum(
+        "rd,nkd->rnk", noise, target.offsets
+    )
+    whitebox = np.argmin(distance, axis=2)
+    # Black box (Fredrikson et al. 2014): the released model's predictions for the example
+    # with each candidate value in place, scored by the model's performance on the training
+    # data, plus the log prior of the value.
+    released = target.coef + noise
+    margin = released @ X.T  # (R, n)
+    candidate_margin = margin[:, :, None] + released[:, attribute, None, None] * (
+        values[None, None, :] - X[None, :, attribute, None]
+    )
+    if target.model == "linear":
+        spread = np.sum((margin - y) ** 2, axis=1) / max(n - d, 1)
+        score = -((candidate_margin - y[None, :, None]) ** 2) / (2 * spread[:, None, None])
+    else:
+        predicted = (margin > 0).astype(int)
+        labels = y.astype(int)
+        # Confusion counts of each release, one added to each cell so that a combination
+        # never seen is unlikely rather than impossible; P(label | prediction).
+        counts = np.ones((noise.shape[0], 2, 2))
+        for label in (0, 1):
+            for guess in (0, 1):
+                counts[:, label, guess] += np.sum((labels == label) & (predicted == guess), axis=1)
+        conditional = counts / counts.sum(axis=1, keepdims=True)
+        guess = (candidate_margin > 0).astype(int)
+        score = np.log(
+            conditional[np.arange(noise.shape[0])[:, None, None], labels[None, :, None], guess]
+        )
+    blackbox = np.argmax(score + target.log_prior, axis=2)
+    return whitebox, blackbox
+
+
+def _attack_accuracy(target: _Target, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-example share of the releases in which each attack is right."""
+    n, k = target.offsets.shape[:2]
+    chunk = max(1, _ATTACK_BUDGET // (n * k))
+    right_white, right_black = np.zeros(n), np.zeros(n)
+    for start in range(0, noise.shape[0], chunk):
+        whitebox, blackbox = _guesses(target, noise[start : start + chunk])
+        right_white += np.sum(whitebox == target.truth_index, axis=0)
+        right_black += np.sum(blackbox == target.truth_index, axis=0)
+    return right_white / noise.shape[0], right_black / noise.shape[0]
+
+
+def _line_accuracy(
+    eta: np.ndarray, truth_index: np.ndarray, values: np.ndarray, log_prior: np.ndarray
+) -> np.ndarray:
+    r"""Accuracy of the Bayes rule among candidates whose models lie on a line.
+
+    To first order the candidate models are :math:`w^* + J_{\cdot j}(v - x_{ij})`, so in
+    units of the noise the release's projection on that line is :math:`T \sim N(\eta v, 1)`
+    under value :math:`v`, and the rule picks the value maximising
+    :math:`\log p_v + \eta v T - \eta^2 v^2/2`. Value :math:`j` wins on an interval of
+    :math:`T` bounded by its crossing points with the values below and above it.
+    """
+    j = truth_index
+    vj, pj = values[j][:, None], log_prior[j][:, None]
+    e = eta[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = (log_prior[None, :] - pj) / (e * (vj - values[None, :])) + e * (
+            vj + values[None, :]
+        ) / 2
+    lower = np.max(np.where(values[None, :] < vj, crossing, -np.inf), axis=1)
+    upper = np.min(np.where(values[None, :] > vj, crossing, np.inf), axis=1)
+    centre = eta * values[j]
+    return np.clip(stats.norm.cdf(upper - centre) - stats.norm.cdf(lower - centre), 0, 1)
+
+
+def _prepare_attack(
+    X: object,
+    y: object,
+    attribute: object,
+    model: str,
+    l2: object,
+    weights: object,
+    values: object,
+) -> tuple[np.ndarray, np.ndarray, str, float, np.ndarray, int, np.ndarray]:
+    X, y, model, l2, weights = _check_problem(X, y, model, l2, weights)
+    attribute = _check_attribute(attribute, X.shape[1])
+    truth = X[:, attribute]
+    values = np.unique(truth) if values is None else np.unique(check_array(values, "values"))
+    if values.size < 2:
+        raise ValueError("values must hold at least two distinct candidates")
+    if not np.all(np.isin(truth, values)):
+        raise ValueError("values must include every example's true value of the attribute")
+    return X, y, model, l2, weights, attribute, values
+
+
 def attribute_inversion(
     X: object,
     y: object,
@@ -711,14 +1229,27 @@ def attribute_inversion(
     releases: int = 500,
     rng: object = None,
 ) -> AttributeInversion:
-    r"""The white-box attribute-inversion attack on a model released with Gaussian noise.
+    r"""The white-box and black-box attribute-inversion attacks on a model released with noise.
 
-    The attacker knows the training data except one example's value of ``attribute``, the
-    training procedure (model, ``l2``, ``weights``) and the release
-    :math:`w' = w^* + N(0, \sigma^2 I)`. For each candidate value it retrains the model with
-    that value in place and guesses the value whose model lies nearest :math:`w'`. Every
-    example is attacked in each of ``releases`` independent releases; the baseline guesses
-    the attribute's most common value in the training data.
+    The model is released as :math:`w' = w^* + N(0, \sigma^2 I)`. Both attackers know one
+    example's features except ``attribute``, its label, and the attribute's distribution
+    in the training data (the prior); they guess between the candidate ``values``.
+
+    * The **white-box** attacker (the FIL threat model) also knows every other training
+      record, the training procedure (model, ``l2``, ``weights``) and :math:`w'`. For each
+      candidate it retrains the model with that value in place and guesses the value whose
+      model lies nearest :math:`w'`.
+    * The **black-box** attacker of Fredrikson et al. (2014) sees only the released model's
+      predictions and its performance on the training data. It scores each candidate by how
+      well the prediction for the example with that value in place agrees with the label,
+      plus the log prior: for linear regression the log density of the label under a normal
+      centred on the prediction with the training residual variance (residual sum of squares
+      over :math:`n - d`); for logistic regression the log of the training share of the
+      example's label among examples given the same predicted class (one added to each
+      count). It guesses the best-scoring value.
+
+    Every example is attacked in each of ``releases`` independent releases, the same for
+    both attacks; the baseline guesses the attribute's most common value.
 
     Parameters
     ----------
@@ -739,65 +1270,176 @@ def attribute_inversion(
     Returns
     -------
     AttributeInversion
-        Per-example truth, attribute FIL, attack accuracy and baseline.
+        Per-example truth, attribute FIL, the two attacks' accuracy, the baseline and the
+        accuracies FIL predicts.
 
     References
     ----------
-    Hannun, Guo and van der Maaten (2021), UAI, section 6.
+    Hannun, Guo and van der Maaten (2021), UAI, section 6; Fredrikson et al. (2014).
     """
-    X, y, model, l2, weights = _check_problem(X, y, model, l2, weights)
+    X, y, model, l2, weights, attribute, values = _prepare_attack(
+        X, y, attribute, model, l2, weights, values
+    )
     sigma = _check_sigma(sigma)
-    if isinstance(attribute, bool) or not isinstance(attribute, numbers.Integral):
-        raise TypeError(f"attribute must be an integer column index, got {attribute!r}")
-    if not 0 <= attribute < X.shape[1]:
-        raise ValueError(f"attribute must index one of the {X.shape[1]} columns of X")
-    truth = X[:, attribute]
-    values = np.unique(truth) if values is None else np.unique(check_array(values, "values"))
-    if values.size < 2:
-        raise ValueError("values must hold at least two distinct candidates")
-    if not np.all(np.isin(truth, values)):
-        raise ValueError("values must include every example's true value of the attribute")
     releases = check_count(releases, "releases")
     rng = check_rng(rng)
-
-    fit = _fit(X, y, model, l2, weights)
-    n, d = X.shape
-    chunk = max(1, _ATTACK_BUDGET // (n * values.size))
-    offsets = (
-        np.concatenate(
-            [
-                _candidate_models(
-                    X,
-                    y,
-                    model,
-                    l2,
-                    weights,
-                    fit.coef,
-                    np.arange(n)[s : s + chunk],
-                    attribute,
-                    values,
-                )
-                for s in range(0, n, chunk)
-            ]
-        )
-        - fit.coef
-    )  # (n, k, d): each candidate relative to the released minimiser
-    noise = sigma * rng.standard_normal((releases, d))
-    # ||w' - w_c||^2 = ||noise||^2 - 2 noise . offset_c + ||offset_c||^2; the first term is
-    # the same for every candidate.
-    distance = np.sum(offsets**2, axis=2)[None] - 2 * np.einsum("rd,nkd->rnk", noise, offsets)
-    guess = values[np.argmin(distance, axis=2)]
-    column_values, counts = np.unique(truth, return_counts=True)
-    mode = column_values[np.argmax(counts)]
-    # The attribute's column of each example's Jacobian.
-    column = _jacobian_array(X, fit, weights)[:, :, attribute]
+    target = _target(X, y, model, l2, weights, attribute, values)
+    noise = sigma * rng.standard_normal((releases, X.shape[1]))
+    whitebox, blackbox = _attack_accuracy(target, noise)
+    eta = target.column_norm / sigma
+    mode = np.argmax(target.log_prior)
     return AttributeInversion(
-        truth=truth,
-        eta=np.linalg.norm(column, axis=1) / sigma,
-        accuracy=np.mean(guess == truth[None, :], axis=0),
-        baseline=(truth == mode).astype(float),
+        truth=X[:, attribute],
+        eta=eta,
+        whitebox=whitebox,
+        blackbox=blackbox,
+        baseline=(target.truth_index == mode).astype(float),
+        predicted=_line_accuracy(eta, target.truth_index, values, np.zeros(values.size)),
+        predicted_best=_line_accuracy(eta, target.truth_index, values, target.log_prior),
         values=values,
     )
+
+
+def inversion_sweep(
+    X: object,
+    y: object,
+    attribute: int,
+    *,
+    X_test: object,
+    y_test: object,
+    l2_values: object,
+    mean_etas: object,
+    model: str = "linear",
+    weights: object = None,
+    values: object = None,
+    releases: int = 200,
+    rng: object = None,
+) -> pd.DataFrame:
+    r"""Test error and both attacks' accuracy as regularisation and noise vary.
+
+    For each :math:`\lambda` in ``l2_values`` the model is trained once; for each target
+    mean attribute FIL :math:`\bar\eta` in ``mean_etas`` the noise scale is set to
+    :math:`\sigma = \overline{\lVert J_{\cdot j}\rVert}/\bar\eta` (FIL is proportional to
+    :math:`1/\sigma`), and the model is released ``releases`` times and attacked as in
+    :func:`attribute_inversion`. The same standard normal draws, scaled by each
+    :math:`\sigma`, serve every setting, so that the curves differ by the setting and not
+    by the draws. This is the experiment of Hannun, Guo and van der Maaten (2021,
+    figure 6).
+
+    Parameters
+    ----------
+    X, y, attribute, model, weights, values
+        The training problem and the attack, as in :func:`attribute_inversion`.
+    X_test, y_test : array_like
+        Held-out examples on which the released models' error is measured.
+    l2_values : array_like
+        Regularisation strengths, each :math:`\ge 0`.
+    mean_etas : array_like
+        Target mean attribute FIL values, each > 0.
+    releases : int, default 200
+        Noisy releases per setting.
+    rng : numpy.random.Generator, int or None
+        Source of the noise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (``l2``, target): ``l2``, ``sigma``, ``eta_mean``, ``test_error`` (mean
+        squared error for ``"linear"``, misclassification rate for ``"logistic"``, averaged
+        over releases), ``whitebox``, ``blackbox``, ``baseline``, ``predicted`` and
+        ``predicted_best`` (means over examples and releases).
+    """
+    X, y, model, _, weights, attribute, values = _prepare_attack(
+        X, y, attribute, model, 0.0, weights, values
+    )
+    X_test = check_array(X_test, "X_test", ndim=2)
+    y_test = _check_labels(y_test, model, "y_test")
+    if X_test.shape[1] != X.shape[1] or y_test.size != X_test.shape[0]:
+        raise ValueError("X_test and y_test must match each other and the columns of X")
+    l2_values = np.atleast_1d(check_array(l2_values, "l2_values"))
+    mean_etas = np.atleast_1d(check_array(mean_etas, "mean_etas"))
+    if l2_values.ndim != 1 or np.any(l2_values < 0):
+        raise ValueError("l2_values must be a 1-D array of values >= 0")
+    if mean_etas.ndim != 1 or np.any(mean_etas <= 0):
+        raise ValueError("mean_etas must be a 1-D array of positive values")
+    releases = check_count(releases, "releases")
+    standard = check_rng(rng).standard_normal((releases, X.shape[1]))
+    rows = []
+    for l2 in l2_values:
+        target = _target(X, y, model, float(l2), weights, attribute, values)
+        mode = np.argmax(target.log_prior)
+        for mean_eta in mean_etas:
+            sigma = target.column_norm.mean() / mean_eta
+            released = target.coef + sigma * standard
+            margin = released @ X_test.T
+            if model == "linear":
+                test_error = np.mean((margin - y_test) ** 2)
+            else:
+                test_error = np.mean((margin > 0) != (y_test == 1))
+            whitebox, blackbox = _attack_accuracy(target, sigma * standard)
+            eta = target.column_norm / sigma
+            rows.append(
+                {
+                    "l2": float(l2),
+                    "sigma": sigma,
+                    "eta_mean": eta.mean(),
+                    "test_error": test_error,
+                    "whitebox": whitebox.mean(),
+                    "blackbox": blackbox.mean(),
+                    "baseline": np.mean(target.truth_index == mode),
+                    "predicted": _line_accuracy(
+                        eta, target.truth_index, values, np.zeros(values.size)
+                    ).mean(),
+                    "predicted_best": _line_accuracy(
+                        eta, target.truth_index, values, target.log_prior
+                    ).mean(),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --- The Cramer-Rao bound for biased estimators -------------------------------------------------
+
+
+def biased_cramer_rao(eta: object, *, slope: object = 1.0, bias: object = 0.0) -> np.ndarray:
+    r"""Least mean squared error of an estimate of one entry of the data, bias allowed.
+
+    An estimator :math:`\hat z` of an entry :math:`z` with mean :math:`\psi(z)` has
+    :math:`\mathrm{Var}(\hat z) \ge \psi'(z)^2/\eta^2` when the release carries Fisher
+    information :math:`\eta^2` about :math:`z` alone, so its mean squared error is at least
+
+    .. math:: \frac{\psi'(z)^2}{\eta^2} + (\psi(z) - z)^2 .
+
+    With ``slope`` 1 and ``bias`` 0 this is the unbiased bound :math:`1/\eta^2`. A
+    shrinking estimator (slope below one) trades variance for bias; in one dimension that
+    trade cannot lower the bound for every :math:`z` at once, but it can for the values near
+    where it shrinks to, which is where prior knowledge helps an adversary.
+
+    Parameters
+    ----------
+    eta : float or array_like
+        The entry's FIL, > 0.
+    slope : float or array_like, default 1.0
+        :math:`\psi'(z)`, the estimator's sensitivity to the entry.
+    bias : float or array_like, default 0.0
+        :math:`\psi(z) - z`.
+
+    Returns
+    -------
+    numpy.ndarray
+        The bound, broadcast over the arguments.
+
+    References
+    ----------
+    Hannun, Guo and van der Maaten (2021), UAI, equation 10; Lehmann and Casella (1998),
+    chapter 2.
+    """
+    eta = check_array(eta, "eta")
+    if np.any(eta <= 0):
+        raise ValueError("eta must be positive")
+    slope = check_array(slope, "slope")
+    bias = check_array(bias, "bias")
+    return slope**2 / eta**2 + bias**2
 
 
 # --- One patient in a released mean --------------------------------------------------------
