@@ -63,6 +63,7 @@ __all__ = [
     "fit_model",
     "inversion_sweep",
     "irfil",
+    "logistic_l2_path",
     "matched_logistic_l2",
     "mean_release_fil",
     "per_example_fil",
@@ -336,38 +337,31 @@ def fit_model(
     return _fit(*_check_problem(X, y, model, l2, weights)).coef
 
 
-def matched_logistic_l2(
+def logistic_l2_path(
     X: object, y: object, *, candidates: object = None, figures: int = 2
-) -> float:
-    r"""The paper's logistic regularisation: the largest :math:`\lambda` that keeps the training
-    accuracy of the unregularised linear classifier.
-
-    Hannun, Guo and van der Maaten (2021) set :math:`\lambda` for logistic
-    regression to the largest value whose training accuracy equals, to two significant
-    figures, that of linear regression on labels :math:`\pm 1` without regularisation. The
-    candidates are tried from the largest down, each fit starting from the previous one.
+) -> pd.DataFrame:
+    r"""Training accuracy of logistic regression over candidate :math:`\lambda`, beside the
+    unregularised linear classifier's: the table behind :func:`matched_logistic_l2`.
 
     Parameters
     ----------
     X : array_like
         ``(n, d)`` features.
     y : array_like
-        ``n`` labels, 0 or 1.
+        ``n`` labels, 0 or 1 (the linear classifier takes them as :math:`\pm 1`).
     candidates : array_like or None
-        Positive values of :math:`\lambda` to try; None takes 49 values spaced evenly on a log
-        scale from :math:`10^{-6}` to 1.
+        Positive values of :math:`\lambda`; None takes 49 values spaced evenly on a log
+        scale from :math:`10^{-6}` to 1. They are fitted from the largest down, each fit
+        starting from the previous one.
     figures : int, default 2
         Significant figures to which the two accuracies must agree.
 
     Returns
     -------
-    float
-        The largest candidate that matches.
-
-    Raises
-    ------
-    ValueError
-        If no candidate matches.
+    pandas.DataFrame
+        One row per candidate, largest first: ``l2``, ``accuracy`` (logistic, training),
+        ``linear_accuracy`` (the same in every row) and ``matches`` (equal to ``figures``
+        significant figures).
     """
     X = check_array(X, "X", ndim=2)
     y = _check_labels(y, "logistic")
@@ -383,16 +377,61 @@ def matched_logistic_l2(
         raise ValueError("candidates must be a 1-D array of positive values")
     ones = np.ones(y.size)
     signs = 2 * y - 1
-    linear = _fit(X, signs, "linear", 0.0, ones).coef
-    target = round_significant(accuracy(X, signs, linear), figures)
-    coef = None
-    for l2 in np.sort(grid)[::-1]:
+    linear = accuracy(X, signs, _fit(X, signs, "linear", 0.0, ones).coef)
+    grid = np.sort(grid)[::-1]
+    coef, scores = None, []
+    for l2 in grid:
         coef = _fit(X, y, "logistic", float(l2), ones, start=coef).coef
-        if round_significant(accuracy(X, y, coef, model="logistic"), figures) == target:
-            return float(l2)
-    raise ValueError(
-        "no candidate l2 gives the linear classifier's training accuracy; try smaller values"
+        scores.append(accuracy(X, y, coef, model="logistic"))
+    scores = np.array(scores)
+    return pd.DataFrame(
+        {
+            "l2": grid,
+            "accuracy": scores,
+            "linear_accuracy": linear,
+            "matches": round_significant(scores, figures) == round_significant(linear, figures),
+        }
     )
+
+
+def matched_logistic_l2(
+    X: object, y: object, *, candidates: object = None, figures: int = 2
+) -> float:
+    r"""The paper's logistic regularisation: the largest :math:`\lambda` that keeps the training
+    accuracy of the unregularised linear classifier.
+
+    Hannun, Guo and van der Maaten (2021) set :math:`\lambda` for logistic regression to the
+    largest value whose training accuracy equals, to two significant figures, that of linear
+    regression on labels :math:`\pm 1` without regularisation (:func:`logistic_l2_path`).
+
+    Parameters
+    ----------
+    X, y, candidates, figures
+        As in :func:`logistic_l2_path`.
+
+    Returns
+    -------
+    float
+        The largest candidate that matches.
+
+    Raises
+    ------
+    ValueError
+        If no candidate matches, or if the largest does: then the rule has no answer among
+        the candidates (classes that stay separated at any :math:`\lambda` never lose
+        training accuracy, and the rule would drive :math:`\lambda` without limit).
+    """
+    path = logistic_l2_path(X, y, candidates=candidates, figures=figures)
+    if not path["matches"].any():
+        raise ValueError(
+            "no candidate l2 gives the linear classifier's training accuracy; try smaller values"
+        )
+    if path["matches"].iloc[0]:
+        raise ValueError(
+            f"the largest candidate, l2 = {path['l2'].iloc[0]:g}, already keeps the linear "
+            "classifier's training accuracy: the rule has no largest value among the candidates"
+        )
+    return float(path.loc[path["matches"], "l2"].iloc[0])
 
 
 # --- Jacobians -----------------------------------------------------------------------------------
@@ -1082,7 +1121,8 @@ def _target(
 ) -> _Target:
     fit = _fit(X, y, model, l2, weights)
     n, d = X.shape
-    chunk = max(1, _ATTACK_BUDGET // (n * values.size * d))
+    # Each candidate holds n margins and a d x d Hessian while it is retrained.
+    chunk = max(1, _ATTACK_BUDGET // (values.size * max(n, d * d)))
     offsets = (
         np.concatenate(
             [

@@ -21,6 +21,7 @@ from synpmx_lite.fisher import (
     fit_model,
     inversion_sweep,
     irfil,
+    logistic_l2_path,
     matched_logistic_l2,
     mean_release_fil,
     per_example_fil,
@@ -531,6 +532,14 @@ def test_matched_logistic_l2_follows_the_paper_rule():
 
     assert rounded(chosen) == target
     assert all(rounded(l2) != target for l2 in grid[grid > chosen])
+    path = logistic_l2_path(X, y, candidates=grid)
+    assert list(path["l2"]) == sorted(grid, reverse=True)
+    assert path.loc[path["matches"], "l2"].max() == chosen
+    # Separable digits keep every training image right at every candidate: the rule's
+    # "largest" would be whatever the search allowed, and it says so.
+    digits = digits_data(components=10)
+    with pytest.raises(ValueError, match="already keeps"):
+        matched_logistic_l2(digits.X_train, digits.y_train, candidates=grid)
 
 
 def test_biased_bound_and_a_shrinking_estimator():
