@@ -880,17 +880,18 @@ def _row_scores(
     """
     streams = np.random.default_rng(seed).spawn(sum(len(grid) for grid in settings.values()))
     first = 0 if table == "population" else len(settings["population"])
-    rows = settings[table].itertuples()
+    grid = settings[table]
+    rows = zip(grid.itertuples(), streams[first : first + len(grid)], strict=True)
     if table == "population":
         return [
             _population_release_scores(rng, int(row.patients), float(row.off_by), draws)
-            for row, rng in zip(rows, streams[first:], strict=False)
+            for row, rng in rows
         ]
     return [
         _attendance_release_scores(
             rng, int(row.patients), int(row.visits), float(row.correlation), draws
         )
-        for row, rng in zip(rows, streams[first:], strict=False)
+        for row, rng in rows
     ]
 
 
