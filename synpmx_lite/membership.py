@@ -42,8 +42,10 @@ from ._validation import (
 from .rounding import round_significant
 
 __all__ = [
+    "ATTENDANCE_FLOOR",
     "ATTENDANCE_RANGE",
     "POPULATION_OMEGA",
+    "POPULATION_ROUNDINGS",
     "POPULATION_TYPICAL",
     "AttendanceAttack",
     "MembershipTables",
@@ -53,6 +55,7 @@ __all__ = [
     "attendance_score",
     "attendance_scores",
     "auc",
+    "auc_difference",
     "auc_standard_error",
     "draw_attendance",
     "membership_tables",
@@ -77,6 +80,14 @@ POPULATION_TYPICAL = pd.Series({"cl": 4.3, "v": 31.0, "q": 2.1, "v2": 55.0, "ka"
 #:
 #: :meta hide-value:
 POPULATION_OMEGA = pd.Series({"cl": 0.3, "v": 0.25, "q": 0.4, "v2": 0.35, "ka": 0.6}) ** 2
+
+#: The floor of the attendance table's ``released`` column, as the fingerprint applies it: a
+#: share is released as it is only with at least this many patients on each side.
+ATTENDANCE_FLOOR = 3
+
+#: Significant figures of each AUC column of the population-model table (``None``: unrounded);
+#: ``released`` is the fingerprint's rounding.
+POPULATION_ROUNDINGS = {"unrounded": None, "two_figures": 2, "released": 1}
 
 # Log-scale SD of one study's own typical values around the population's, so that rounding
 # boundaries fall where they would in a real study rather than at fixed places.
@@ -174,6 +185,76 @@ def auc_standard_error(members: object, others: object, *, paired: bool = False)
     )
 
 
+def auc_difference(
+    members: object, others: object, baseline_members: object, baseline_others: object
+) -> tuple[float, float]:
+    r"""Change in the AUC between two releases of the same studies, and its standard error.
+
+    Where two columns of a table score the same simulated studies (a release with and without
+    a protection), their AUCs share most of their Monte Carlo error, and the error of their
+    difference is far smaller than either AUC's. Study :math:`k` contributes the same
+    first-order term to each AUC as in :func:`auc_standard_error` with ``paired=True``, its
+    member's placement plus its non-member's; the difference's standard error is the SD over
+    studies of the difference of those terms, over :math:`\sqrt{n}`. This is DeLong's
+    comparison of correlated AUCs with the study as the unit that both releases share.
+
+    Parameters
+    ----------
+    members, others : array_like
+        One member's and one non-member's score from each study under the release compared
+        (1-D, finite, equal lengths, at least 2).
+    baseline_members, baseline_others : array_like
+        The same candidates' scores from the same studies under the baseline release, in the
+        same order.
+
+    Returns
+    -------
+    difference : float
+        ``auc(members, others) - auc(baseline_members, baseline_others)``.
+    standard_error : float
+        The Monte Carlo standard error of that difference.
+
+    Raises
+    ------
+    ValueError
+        If the four arrays are not 1-D and finite, differ in length, or hold fewer than 2
+        studies.
+
+    References
+    ----------
+    DeLong, DeLong and Clarke-Pearson (1988), Biometrics 44, 837-845.
+
+    Examples
+    --------
+    >>> difference, error = auc_difference([3.0, 2.0, 1.0], [0.0, 2.5, 0.5],
+    ...                                    [3.0, 2.0, 1.0], [0.0, 2.5, 0.5])
+    >>> difference, error
+    (0.0, 0.0)
+    """
+    arrays = {
+        name: _scores(values, name)
+        for name, values in [
+            ("members", members),
+            ("others", others),
+            ("baseline_members", baseline_members),
+            ("baseline_others", baseline_others),
+        ]
+    }
+    lengths = {array.size for array in arrays.values()}
+    if len(lengths) != 1:
+        sizes = ", ".join(f"{name} {array.size}" for name, array in arrays.items())
+        raise ValueError(f"all four score arrays need one entry per study, got lengths {sizes}")
+    studies = lengths.pop()
+    if studies < 2:
+        raise ValueError(f"members and others need at least 2 studies, got {studies}")
+    compared = _placements(arrays["members"], arrays["others"])
+    baseline = _placements(arrays["baseline_members"], arrays["baseline_others"])
+    difference = compared[0].mean() - baseline[0].mean()
+    # Study k's first-order term is its member's placement plus its non-member's.
+    change = sum(compared) - sum(baseline)
+    return float(difference), float(change.std(ddof=1) / np.sqrt(studies))
+
+
 def roc_curve(members: object, others: object) -> pd.DataFrame:
     """The ROC curve of member against non-member scores.
 
@@ -223,8 +304,13 @@ def true_positive_rate_at(members: object, others: object, false_positive_rate: 
     return float(curve["true_positive_rate"].to_numpy()[within].max())
 
 
-def _auc_with_error(members: np.ndarray, others: np.ndarray) -> tuple[float, float]:
-    return auc(members, others), auc_standard_error(members, others, paired=True)
+def _aucs_with_errors(scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """Each release's AUC and its paired SE, keyed ``column`` and ``column_se``."""
+    summary = {}
+    for column, (members, others) in scores.items():
+        summary[column] = auc(members, others)
+        summary[f"{column}_se"] = auc_standard_error(members, others, paired=True)
+    return summary
 
 
 # --- Attendance --------------------------------------------------------------------------------
@@ -299,7 +385,8 @@ def release_shares(attendance: object, floor: int) -> np.ndarray:
     floor : int
         At least this many patients must stand on each side of a share: a share with between
         1 and ``floor - 1`` patients sampled, or missing, is released as 0 or 1, whichever is
-        nearer. ``floor=1`` releases every share as it is; the fingerprint uses 3.
+        nearer. ``floor=1`` releases every share as it is; the fingerprint uses
+        :data:`ATTENDANCE_FLOOR`.
 
     Returns
     -------
@@ -478,7 +565,7 @@ class AttendanceAttack:
     without_floor, without_floor_se : float
         AUC with every share released as it is (floor 1), and its Monte Carlo SE.
     released, released_se : float
-        AUC with the floor of 3 the fingerprint applies, and its Monte Carlo SE.
+        AUC with the fingerprint's floor (:data:`ATTENDANCE_FLOOR`), and its Monte Carlo SE.
     """
 
     without_floor: float
@@ -513,16 +600,23 @@ def attendance_attack(
     patients, visits, correlation, draws = _check_attendance_setting(
         patients, visits, correlation, draws
     )
-    rate, member, outsider, held = _simulate_attendance(
-        check_rng(rng), patients, visits, correlation, draws
-    )
-    results = []
-    for floor in (1, 3):
+    scores = _attendance_release_scores(check_rng(rng), patients, visits, correlation, draws)
+    return AttendanceAttack(**_aucs_with_errors(scores))
+
+
+def _attendance_release_scores(
+    rng: np.random.Generator, patients: int, visits: int, correlation: float, draws: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Member and non-member scores of the same studies, without the floor and with it."""
+    rate, member, outsider, held = _simulate_attendance(rng, patients, visits, correlation, draws)
+    scores = {}
+    for column, floor in (("without_floor", 1), ("released", ATTENDANCE_FLOOR)):
         released = _floor_shares(held, patients, floor)
-        results += _auc_with_error(
-            _scores_against(member, rate, released), _scores_against(outsider, rate, released)
+        scores[column] = (
+            _scores_against(member, rate, released),
+            _scores_against(outsider, rate, released),
         )
-    return AttendanceAttack(*results)
+    return scores
 
 
 # --- The population model ----------------------------------------------------------------------
@@ -601,8 +695,14 @@ def population_attack(
     patients = check_count(patients, "patients")
     off_by = check_real(off_by, "off_by", low=0)
     draws = check_count(draws, "draws", minimum=2)
-    rng = check_rng(rng)
+    scores = _population_release_scores(check_rng(rng), patients, off_by, draws)
+    return PopulationAttack(**_aucs_with_errors(scores))
 
+
+def _population_release_scores(
+    rng: np.random.Generator, patients: int, off_by: float, draws: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Member and non-member scores of the same studies at each of :data:`POPULATION_ROUNDINGS`."""
     omega = POPULATION_OMEGA.to_numpy()
     shape = (draws, omega.size)
     centre = POPULATION_TYPICAL.to_numpy() * np.exp(rng.normal(0, _STUDY_SPREAD, shape))
@@ -619,21 +719,20 @@ def population_attack(
 
     typical = centre * np.exp((member + others_sum) / patients)
     variance = (member**2 + others_squares) / patients
-    results = []
-    for figures in (None, 2, 1):
+    scores = {}
+    for column, figures in POPULATION_ROUNDINGS.items():
         shown_typical, shown_variance = (
             (typical, variance)
             if figures is None
             else (round_significant(typical, figures), round_significant(variance, figures))
         )
-        member_score, outsider_score = (
+        scores[column] = tuple(
             _population_score(
                 eta, shown_typical, shown_variance, reference_typical, reference_omega
             )
             for eta in (member, outsider)
         )
-        results += _auc_with_error(member_score, outsider_score)
-    return PopulationAttack(*results)
+    return scores
 
 
 # --- Both tables from one seed -----------------------------------------------------------------
@@ -686,6 +785,48 @@ class MembershipTables:
         frame = getattr(self, table)
         return float((frame[column] - frame[baseline]).abs().max())
 
+    def paired_change(self, table: str, column: str, baseline: str) -> pd.DataFrame:
+        """Each row's change in the AUC from ``baseline`` to ``column``, with its paired SE.
+
+        The two columns of a row score the same simulated studies, so most of their Monte
+        Carlo error is shared and cancels in their difference. The scores are not stored;
+        this draws each row's studies again from :attr:`seed`, exactly as
+        :func:`membership_tables` drew them, and compares the two releases with
+        :func:`auc_difference`.
+
+        Parameters
+        ----------
+        table : {"attendance", "population"}
+            The table.
+        column, baseline : str
+            Two of its AUC columns (for example ``"released"`` and ``"without_floor"``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The table's setting columns, ``change`` (``column`` less ``baseline``, equal to the
+            table's own difference) and ``change_se`` (its standard error).
+        """
+        frame = self._table(table)
+        estimates = [c for c in frame.columns if f"{c}_se" in frame.columns]
+        for name, value in (("column", column), ("baseline", baseline)):
+            if value not in estimates:
+                raise ValueError(f"{name} must be one of {estimates}, got {value!r}")
+        settings = _settings()
+        draws = {"attendance": self.attendance_draws, "population": self.population_draws}
+        changes = [
+            auc_difference(*scores[column], *scores[baseline])
+            for scores in _row_scores(table, settings, self.seed, draws[table])
+        ]
+        return settings[table].assign(
+            change=[change for change, _ in changes], change_se=[error for _, error in changes]
+        )
+
+    def _table(self, table: str) -> pd.DataFrame:
+        if table not in ("attendance", "population"):
+            raise ValueError(f"table must be 'attendance' or 'population', got {table!r}")
+        return getattr(self, table)
+
     def formatted(self, table: str, digits: int = 3) -> pd.DataFrame:
         """``table`` ("attendance" or "population") with each AUC shown as "estimate ± SE"."""
         frame = getattr(self, table)
@@ -715,10 +856,43 @@ def _grid(**levels: list) -> pd.DataFrame:
     return index.to_frame(index=False)[list(levels)]
 
 
-def _with_results(grid: pd.DataFrame, results: list) -> pd.DataFrame:
-    table = pd.concat([grid, pd.DataFrame([vars(r) for r in results])], axis=1)
+def _with_results(grid: pd.DataFrame, results: list[dict[str, float]]) -> pd.DataFrame:
+    table = pd.concat([grid, pd.DataFrame(results)], axis=1)
     estimates = [c for c in table.columns[grid.shape[1] :] if not c.endswith("_se")]
     return table[[*grid.columns, *estimates, *(f"{c}_se" for c in estimates)]]
+
+
+def _settings() -> dict[str, pd.DataFrame]:
+    """The rows of both tables, population first (the order their random streams are spawned)."""
+    return {
+        "population": _grid(patients=[12, 32, 60], off_by=[0.0, 0.1, 0.2]),
+        "attendance": _grid(visits=[5, 20, 60], patients=[10, 30, 100], correlation=[0.0, 0.6]),
+    }
+
+
+def _row_scores(
+    table: str, settings: dict[str, pd.DataFrame], seed: int, draws: int
+) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Every row's scores under each release, each row from its own stream spawned from ``seed``.
+
+    The streams are spawned for both tables at once, so that a row's studies depend only on the
+    seed and its place in :func:`_settings`, not on which table is being drawn.
+    """
+    streams = np.random.default_rng(seed).spawn(sum(len(grid) for grid in settings.values()))
+    first = 0 if table == "population" else len(settings["population"])
+    grid = settings[table]
+    rows = zip(grid.itertuples(), streams[first : first + len(grid)], strict=True)
+    if table == "population":
+        return [
+            _population_release_scores(rng, int(row.patients), float(row.off_by), draws)
+            for row, rng in rows
+        ]
+    return [
+        _attendance_release_scores(
+            rng, int(row.patients), int(row.visits), float(row.correlation), draws
+        )
+        for row, rng in rows
+    ]
 
 
 def membership_tables(
@@ -747,22 +921,21 @@ def membership_tables(
     seed = check_count(seed, "seed", minimum=0)
     attendance_draws = check_count(attendance_draws, "attendance_draws", minimum=2)
     population_draws = check_count(population_draws, "population_draws", minimum=2)
-    population = _grid(patients=[12, 32, 60], off_by=[0.0, 0.1, 0.2])
-    attendance = _grid(visits=[5, 20, 60], patients=[10, 30, 100], correlation=[0.0, 0.6])
-    streams = np.random.default_rng(seed).spawn(len(population) + len(attendance))
-    population_results = [
-        population_attack(int(row.patients), row.off_by, population_draws, rng)
-        for row, rng in zip(population.itertuples(), streams, strict=False)
-    ]
-    attendance_results = [
-        attendance_attack(
-            int(row.patients), int(row.visits), row.correlation, attendance_draws, rng
+    settings = _settings()
+    draws = {"attendance": attendance_draws, "population": population_draws}
+    tables = {
+        table: _with_results(
+            grid,
+            [
+                _aucs_with_errors(scores)
+                for scores in _row_scores(table, settings, seed, draws[table])
+            ],
         )
-        for row, rng in zip(attendance.itertuples(), streams[len(population) :], strict=False)
-    ]
+        for table, grid in settings.items()
+    }
     return MembershipTables(
-        attendance=_with_results(attendance, attendance_results),
-        population=_with_results(population, population_results),
+        attendance=tables["attendance"],
+        population=tables["population"],
         seed=seed,
         attendance_draws=attendance_draws,
         population_draws=population_draws,
