@@ -25,6 +25,7 @@ squares of normal random effects), that statistic is drawn from its exact distri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 import pandas as pd
@@ -893,6 +894,25 @@ def _row_scores(
         )
         for row, rng in rows
     ]
+
+
+def r_reference_tables() -> dict[str, pd.DataFrame]:
+    """The R walkthrough's two membership tables, shipped with the package.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``"attendance"`` (visits, patients, correlation; AUC without the floor and released)
+        and ``"population"`` (patients, off_by; AUC unrounded, at two and at one significant
+        figure), as the R implementation printed them for seed 20261002. Their provenance is in
+        ``synpmx_lite/data/README.md``.
+    """
+    data = resources.files("synpmx_lite").joinpath("data")
+    tables = {}
+    for name in ("attendance", "population"):
+        with data.joinpath(f"membership_{name}_r.csv").open("r") as handle:
+            tables[name] = pd.read_csv(handle)
+    return tables
 
 
 def membership_tables(

@@ -1,7 +1,5 @@
 """Tests of synpmx_lite.membership: worked values, invariants, the reference tables."""
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,13 +17,14 @@ from synpmx_lite import (
     draw_attendance,
     membership_tables,
     population_attack,
+    r_reference_tables,
     release_shares,
     roc_curve,
     true_positive_rate_at,
 )
 from synpmx_lite.membership import POPULATION_OMEGA, POPULATION_TYPICAL
 
-REFERENCE = Path(__file__).parent / "data"
+REFERENCE = r_reference_tables()
 
 # The seed article's worked study: 10 patients, 5 visits, as it prints them.
 STUDY = np.array(
@@ -209,7 +208,7 @@ def _z_scores(ours: pd.DataFrame, reference: pd.DataFrame, estimates: list[str])
 
 def test_tables_have_the_reference_layout(tables):
     for name, table in [("attendance", tables.attendance), ("population", tables.population)]:
-        reference = pd.read_csv(REFERENCE / f"membership_{name}_r.csv")
+        reference = REFERENCE[name]
         assert list(table.columns[: reference.shape[1]]) == list(reference.columns)
         key = list(reference.columns[: 3 if name == "attendance" else 2])
         pd.testing.assert_frame_equal(table[key], reference[key], check_dtype=False)
@@ -224,7 +223,7 @@ def test_tables_have_the_reference_layout(tables):
 )
 def test_tables_agree_with_the_r_reference(tables, name, estimates):
     ours = getattr(tables, name)
-    reference = pd.read_csv(REFERENCE / f"membership_{name}_r.csv")
+    reference = REFERENCE[name]
     z = _z_scores(ours, reference, estimates)
     # 27 rows are compared (the columns of a row score the same studies and move together).
     # Three combined SEs per cell would flag a correct implementation about one time in
