@@ -39,7 +39,6 @@ release built with a threshold below three is held to three all the same, and fa
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import numbers
@@ -143,28 +142,26 @@ def _label_key(value: object) -> tuple:
     return ("number", number) if math.isfinite(number) else ("text", text)
 
 
-@dataclasses.dataclass
 class _Source:
-    """What the checks read from the source study, computed once."""
+    """What the checks read from the source study."""
 
-    study: StudyEvents
-    min_arm_patients: int
-    min_category_patients: int
-    left_out: tuple
-
-    def __post_init__(self) -> None:
-        study = self.study
-        n = study.n_patients
-        arm_sizes = study.arms.value_counts()
-        self.eligible = study.arms.isin(arm_sizes.index[arm_sizes >= self.min_arm_patients])
-        self.eligible = self.eligible.to_numpy()
-        self.kept = ~pd.Index(study.ids).isin(list(self.left_out))
-        self.n = n
-        observations = study.observations
-        counts = observations.groupby("endpoint")["patient"].nunique()
-        self.shared_endpoints = {str(e) for e in counts.index[counts >= self.min_arm_patients]}
+    def __init__(
+        self, study: StudyEvents, min_arm_patients: int, min_category_patients: int, left_out
+    ) -> None:
+        self.study = study
+        self.n = study.n_patients
+        self.min_arm_patients = min_arm_patients
+        self.min_category_patients = min_category_patients
+        # The patients a release may describe: those of arms with enough patients.
+        sizes = study.arms.value_counts()
+        self.eligible = study.arms.isin(sizes.index[sizes >= min_arm_patients]).to_numpy()
+        # The patients behind the covariate summaries: all but those left out for influence.
+        self.kept = ~pd.Index(study.ids).isin(list(left_out))
+        counts = study.observations.groupby("endpoint")["patient"].nunique()
+        self.shared_endpoints = {str(e) for e in counts.index[counts >= min_arm_patients]}
 
     def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every patient's value of a numeric covariate, and the patient it belongs to."""
         covariates = self.study.covariates
         if column not in covariates.columns or not pd.api.types.is_numeric_dtype(
             covariates[column]
@@ -172,13 +169,13 @@ class _Source:
             return np.array([]), np.array([], dtype=int)
         return covariates[column].to_numpy(dtype=float), np.arange(self.n)
 
-    def level_holders(self, column: str, level: object, patients: np.ndarray | None = None) -> int:
+    def level_holders(self, column: str, level: object) -> int:
+        """Patients whose value of ``column`` is ``level`` (numbers by value, text as text)."""
         covariates = self.study.covariates
         if column not in covariates.columns:
             return 0
-        levels = covariates[column] if patients is None else covariates[column][patients]
         key = _label_key(level)
-        return int(sum(_label_key(v) == key for v in levels))
+        return int(sum(_label_key(v) == key for v in covariates[column]))
 
     def endpoint_rows(self, endpoint: str) -> pd.DataFrame:
         observations = self.study.observations
@@ -616,10 +613,10 @@ def release_checks(
     min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
     min_category_patients = check_count(min_category_patients, "min_category_patients")
     source = _Source(
-        study=study,
-        min_arm_patients=max(min_arm_patients, SMALLEST_THRESHOLD),
-        min_category_patients=max(min_category_patients, SMALLEST_THRESHOLD),
-        left_out=tuple(privacy.left_out.ids),
+        study,
+        max(min_arm_patients, SMALLEST_THRESHOLD),
+        max(min_category_patients, SMALLEST_THRESHOLD),
+        privacy.left_out.ids,
     )
     p4_problems, smallest = _p4(parsed, source)
     p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, privacy)

@@ -174,7 +174,7 @@ def _refuse_identifiers(study: StudyEvents) -> None:
     if roles.arm:
         columns[roles.arm] = study.arms
     for name, levels in columns.items():
-        if study.n_patients >= 2 and identifier_like(levels):
+        if identifier_like(levels):
             raise ValueError(
                 f"column {name!r} has {levels.nunique()} levels for {study.n_patients} "
                 "patients: it identifies patients (or is continuous) and cannot be released "
