@@ -4,10 +4,12 @@ Modules
 -------
 study, pk, estimation
     A PMX study's event table and roles, closed-form PK models, and the FOCE-I population fit.
-fingerprint, generate, cases
-    The model generator: estimation with influence rounds, the released fingerprint and its
-    protections, checks P1-P5, synthetic data from the fingerprint alone, and the constructed
-    warfarin cases that exercise the protections.
+fingerprint, release, protections, influence, checks, generate, cases
+    The model generator: estimation with influence rounds and the building of the release
+    (fingerprint), the released artefact and its allowlist (release), the protection rules
+    (protections), leave-one-out influence (influence), checks P1-P5 that judge the released
+    JSON against the source (checks), synthetic data from the fingerprint alone (generate),
+    and the constructed warfarin cases that exercise the protections (cases).
 membership
     Membership inference against simplified models of a PMX fingerprint (attendance shares and
     population-model estimates), the AUC and its Monte Carlo error.
@@ -25,21 +27,14 @@ fisher, fisher_data
 """
 
 from .cases import ConstructedCases, constructed_warfarin_cases
+from .checks import release_checks
 from .estimation import ERROR_MODELS, PopulationFit, fit_population
 from .fingerprint import (
-    FINGERPRINT_FIELDS,
-    Fingerprint,
-    LeftOut,
     ModelFit,
-    PrivacyReport,
-    fold_categories,
-    influence_moves,
-    loq_floor,
     model_fingerprint,
     model_privacy_checks,
     privacy_checks_across_studies,
     synpmx_model_estimate,
-    trimmed_log_summary,
 )
 from .fisher import (
     AttributeInversion,
@@ -56,6 +51,7 @@ from .fisher import (
     subset_fil,
 )
 from .generate import synpmx_model_generate
+from .influence import LeftOut, PrivacyReport, influence_moves
 from .membership import (
     AttendanceAttack,
     MembershipTables,
@@ -76,6 +72,8 @@ from .membership import (
     true_positive_rate_at,
 )
 from .pk import PkModel, predict_concentrations
+from .protections import fold_categories, loq_floor, trimmed_log_summary
+from .release import FINGERPRINT_FIELDS, Fingerprint, release_problems
 from .rounding import round_significant
 from .study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, prepare_study
 from .tables import BookTable, book_table
@@ -156,6 +154,8 @@ __all__ = [
     "r_reference_tables",
     "random_predicates",
     "reference_sample_test",
+    "release_checks",
+    "release_problems",
     "release_shares",
     "roc_curve",
     "round_significant",

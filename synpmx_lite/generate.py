@@ -1,12 +1,14 @@
 """Synthetic PK data simulated from a fingerprint and random numbers alone.
 
-:func:`synpmx_model_generate` reads nothing but a :class:`synpmx_lite.fingerprint.Fingerprint`
+:func:`synpmx_model_generate` reads nothing but a :class:`synpmx_lite.release.Fingerprint`
 (a fit is first reduced to its fingerprint), so the synthetic data discloses nothing the
 fingerprint does not. Each synthetic patient gets:
 
-* a new identifier ``"syn-0001"``, ``"syn-0002"``, ...: a string, so it cannot collide with
-  a numeric source ID (nor with a string one that does not start with ``syn-``);
-* an arm, drawn in proportion to the released arm sizes, and its planned doses; a share
+* a new identifier ``"syn-0001"``, ``"syn-0002"``, ... (:func:`synpmx_lite.release.synthetic_id`):
+  the estimation refuses a study with an identifier that reads like one, so a synthetic
+  patient can never carry a source identifier;
+* an arm (its released label, ``arm 1``, ...), drawn in proportion to the released arm sizes,
+  and its planned doses; a share
   ``dose_change_rate`` of patients have their dose halved from a random dose on;
 * covariates: continuous ones log-normal with the released trimmed mean and SD, categorical
   ones from the released level frequencies (a folded level can never appear);
@@ -15,6 +17,10 @@ fingerprint does not. Each synthetic patient gets:
 * missed visits: each visit after a dose of its period attended with the endpoint's
   attendance rate (at least one kept);
 * residual error of the released model; a value below the released LOQ is reported as 0.
+
+Random numbers are drawn in a fixed order that depends on the fingerprint's content alone
+(covariates by name), not on the order its fields were written or read in, so a fingerprint
+and the one read back from its JSON give the same data for the same seed.
 
 Only the PK endpoint is simulated; other endpoints (such as warfarin's PCA) are outside this
 engine.
@@ -26,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_rng
-from .fingerprint import Fingerprint, ModelFit, model_fingerprint
+from .fingerprint import ModelFit, model_fingerprint
 from .pk import predict_concentrations
+from .release import Fingerprint, synthetic_id
 from .rounding import round_significant
 
 __all__ = ["synpmx_model_generate"]
@@ -50,11 +57,11 @@ def _column_names(fit: ModelFit | None) -> dict[str, str]:
 
 def _draw_covariates(fingerprint: Fingerprint, n: int, rng: np.random.Generator) -> dict:
     drawn = {}
-    for name, summary in fingerprint.covariates.items():
+    for name, summary in sorted(fingerprint.covariates.items()):
         log_mean = np.log(summary["geometric_mean"])
         values = np.exp(log_mean + summary["sdlog"] * rng.standard_normal(n))
         drawn[name] = round_significant(values, 3)
-    for name, levels in fingerprint.categories.items():
+    for name, levels in sorted(fingerprint.categories.items()):
         frequency = np.array([f for _, f in levels], dtype=float)
         index = rng.choice(len(levels), size=n, p=frequency / frequency.sum())
         drawn[name] = np.array([level for level, _ in levels], dtype=object)[index]
@@ -86,7 +93,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     ----------
     fit : ModelFit or Fingerprint
         A fit (reduced to its fingerprint first) or a fingerprint, e.g. one read back with
-        :meth:`synpmx_lite.fingerprint.Fingerprint.from_json`.
+        :meth:`synpmx_lite.release.Fingerprint.from_json`.
     seed : int, numpy.random.Generator or None
         Randomness; default the fit's ``seed`` (None for a fingerprint: fresh entropy).
 
@@ -154,7 +161,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         if endpoint["loq"] is not None:
             dv = np.where(dv < endpoint["loq"], 0.0, dv)
 
-    ids = np.array([f"syn-{i + 1:04d}" for i in range(n)], dtype=object)
+    ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)
     arm_labels = np.array([arm["arm"] for arm in fingerprint.arms], dtype=object)[arm_of]
     given = dose_amount > 0
     given_duration = dose_duration[given]

@@ -306,6 +306,12 @@ def _numeric(data: pd.DataFrame, column: str, role: str) -> np.ndarray:
     return values
 
 
+def _row_labels(labels: pd.Index, shown: int = 6) -> str:
+    """Row labels for a message: the first few, and how many more."""
+    first = ", ".join(map(str, labels[:shown]))
+    return first + (f" (and {len(labels) - shown} more)" if len(labels) > shown else "")
+
+
 def _padded(table: pd.DataFrame, columns: list[str], n: int, fill: float) -> list[np.ndarray]:
     """Per-patient rows of ``table`` as ``(n, max rows)`` arrays, padded with ``fill``."""
     position = table.groupby("patient").cumcount().to_numpy()
@@ -341,8 +347,13 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     ------
     ValueError
         A missing column, missing or infinite times, doses or codes, an unknown event code,
-        a negative time or dose, an observation before the patient's first dose, a patient
-        with no observation of the PK endpoint, or fewer than ``min_patients`` patients.
+        a negative time or dose, a missing or infinite value on an observation row that is
+        not flagged missing (MDV 0), duplicated rows (equal in every column the roles name:
+        a dose given twice would double the patient's exposure), a patient whose rows are
+        split into separate blocks (two patients sharing an ID, or rows out of order), an
+        observation before the patient's first dose, a patient with no observation of the PK
+        endpoint, or fewer than ``min_patients`` patients. Each message names the rows by
+        their index labels.
     TypeError
         A non-numeric time, value, amount, code, rate or continuous covariate column.
     """
@@ -376,10 +387,32 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         raise ValueError(f"column {roles.amt!r} has dose rows with a dose that is not positive")
     if np.any(rate[is_dose] < 0):
         raise ValueError(f"column {roles.rate!r} has negative rates on dose rows")
-    is_obs = (evid == _OBSERVATION) & (mdv == 0) & np.isfinite(dv)
+    is_obs = (evid == _OBSERVATION) & (mdv == 0)
+    if not np.all(np.isfinite(dv[is_obs])):
+        rows = _row_labels(data.index[is_obs & ~np.isfinite(dv)])
+        raise ValueError(
+            f"column {roles.dv!r} has missing or infinite values on observation rows {rows}: "
+            "flag a missing observation with MDV 1 (roles.mdv)"
+        )
+    duplicated = data.duplicated(subset=list(roles.columns), keep=False).to_numpy()
+    if duplicated.any():
+        raise ValueError(
+            f"data has duplicated rows {_row_labels(data.index[duplicated])} (equal in every "
+            "column the roles name): remove the copies"
+        )
 
     codes, ids = pd.factorize(data[roles.id], sort=False)
     ids = np.array(ids.tolist(), dtype=object)  # plain Python IDs for messages and reports
+    starts = np.r_[True, codes[1:] != codes[:-1]]
+    if starts.sum() > len(ids):
+        block = pd.Series(np.cumsum(starts)).groupby(codes).transform("nunique").to_numpy()
+        split = ids[codes[np.argmax(block > 1)]]
+        rows = data.index[(codes == codes[np.argmax(block > 1)]) & starts]
+        raise ValueError(
+            f"patient {split!r} has rows in separate blocks, starting at rows "
+            f"{_row_labels(rows)}: two patients share an ID, or the rows are out of order "
+            "(keep each patient's rows together)"
+        )
     n = len(ids)
     if n < min_patients:
         raise ValueError(f"data has {n} patients; at least {min_patients} are needed")

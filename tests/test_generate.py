@@ -4,9 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.fingerprint import Fingerprint, model_fingerprint, synpmx_model_estimate
+from synpmx_lite.fingerprint import model_fingerprint, synpmx_model_estimate
 from synpmx_lite.generate import synpmx_model_generate
 from synpmx_lite.pk import PkModel, predict_concentrations
+from synpmx_lite.release import Fingerprint
 from synpmx_lite.study import load_dataset, prepare_study
 
 VISITS = [[0, 0.5], [0, 2.0], [0, 6.0], [0, 12.0], [1, 1.0]]

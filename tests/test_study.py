@@ -169,3 +169,32 @@ def test_load_dataset_names():
         load_dataset("wbcSim")
     with pytest.raises(TypeError, match="name"):
         load_dataset(3)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_missing_observation_must_be_flagged(bad):
+    # Before, an observation row with a NaN or infinite DV was dropped without a word.
+    data = _table()
+    data.loc[4, "DV"] = bad
+    with pytest.raises(ValueError, match=r"'DV' has missing or infinite values on .* rows 4"):
+        prepare_study(data, ROLES)
+    # Flagged with MDV 1 it is a missing observation, dropped.
+    flagged = data.assign(MDV=np.where(data.index == 4, 1, 0))
+    study = prepare_study(flagged, dataclasses.replace(ROLES, mdv="MDV"))
+    assert study.obs_mask.sum() == 7
+
+
+def test_duplicated_rows_are_named():
+    data = _table()
+    doubled = pd.concat([data.iloc[:4], data.iloc[3:4], data.iloc[4:]]).reset_index(drop=True)
+    with pytest.raises(ValueError, match="duplicated rows 3, 4"):
+        prepare_study(doubled, ROLES)
+
+
+def test_a_patient_split_across_blocks_is_named():
+    data = _table(4)
+    moved = pd.concat([data.iloc[:2], data.iloc[3:], data.iloc[2:3]]).reset_index(drop=True)
+    with pytest.raises(
+        ValueError, match="patient 1 has rows in separate blocks, starting at rows 0, 11"
+    ):
+        prepare_study(moved, ROLES)

@@ -1,0 +1,660 @@
+r"""Checks P1-P5: the released JSON judged against the source study, independently of the builder.
+
+:func:`release_checks` reads two things: the artefact that leaves the secure environment (the
+fingerprint's JSON) and the source study it was built from (with the fit's influence readings
+for P5). It re-derives from the source, in its own code, what each released number may be, and
+shares nothing with the code that built the release
+(:func:`synpmx_lite.fingerprint.model_fingerprint`) beyond the policy itself: the allowlisted
+shape (:func:`synpmx_lite.release.release_problems`), the thresholds and the trimming share.
+A release edited by hand, built by other code, or built by a faulty builder is judged the same
+way, so that every check can fail.
+
+========  ==========================================================================
+P1        The release holds exactly the allowlisted shape: no field, key or type outside it.
+P2        No label in the release (a key, a text value, a category level, an arm label) is
+          or contains a source identifier, unless the source shows it is something else: a
+          column name, an endpoint or category level that enough patients share, or the
+          engine's own arm label.
+P3        No released number equals, at the precision it is released with, a value that one
+          to ``k - 1`` source patients hold for that quantity: the LOQ against each
+          patient's lowest value (and it follows the LOQ rule), the reference weight against
+          the weights, planned doses, dose times and durations against the individual doses,
+          visit times against the observation times (and nominal times), covariate means
+          against the covariate's values, category levels and frequencies against the
+          source counts; covariate summaries rest on at least ``k`` kept patients after
+          trimming; no number carries more significant figures than its rule allows.
+P4        Every released frequency has at least ``k`` patients on each side, and no released
+          total differs from the sum of its released parts, or from any one part, by a group
+          under ``k`` (subtraction); the release's own P4 verdict agrees.
+P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
+          or more fails); the released PK estimates are those of the fit whose influence was
+          read; the release's own P5 verdict agrees. Below 10 patients nobody can be left
+          out, and the result says so.
+========  ==========================================================================
+
+Here ``k`` is ``min_arm_patients``, and ``min_category_patients`` for category levels, each at
+least :data:`SMALLEST_THRESHOLD`: thresholds may be raised, and the checks follow them; a
+release built with a threshold below three is held to three all the same, and fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_count
+from .estimation import ERROR_MODELS, PopulationFit
+from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
+from .protections import TRIM
+from .release import (
+    FINGERPRINT_FIELDS,
+    VERDICTS,
+    Fingerprint,
+    arm_label,
+    release_problems,
+)
+from .rounding import round_significant
+from .study import StudyEvents
+
+__all__ = ["CHECK_QUESTIONS", "SMALLEST_THRESHOLD", "release_checks"]
+
+#: The smallest threshold in common use in statistical disclosure control (Hundepool et al.
+#: 2012): the checks hold every release to at least this many patients behind a value.
+SMALLEST_THRESHOLD = 3
+
+#: The question each check answers.
+CHECK_QUESTIONS = {
+    "P1": "No per-patient table is released",
+    "P2": "No source identifier is released",
+    "P3": "No single patient's value is released",
+    "P4": "Every released frequency rests on at least three patients",
+    "P5": "No single patient moves a released estimate far",
+}
+
+# Significant figures each kind of released number may carry (protection 5 and the rules of
+# protection 2); amounts have none: a dose every patient got is released as given.
+_FIGURES = {"estimate": 1, "summary": 2, "weight": 1, "share": 2, "loq": 1, "time": 2}
+_PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
+_VOCABULARY_KEYS = {
+    "model": ("compartments", "route", "lag"),
+    "summary": ("geometric_mean", "sdlog"),
+    "arm": ("arm", "patients", "doses"),
+    "dose": ("period", "index", "time", "amount", "duration"),
+    "endpoint": ("attendance", "visits", "loq"),
+    "checks": ("P4", "P5"),
+}
+
+
+# --- Reading the inputs -----------------------------------------------------------------------
+
+
+def _read(released: object) -> dict:
+    """The release as the dict its JSON holds."""
+    if isinstance(released, Fingerprint):
+        released = released.to_json()
+    if not isinstance(released, str):
+        raise TypeError(
+            f"released must be a Fingerprint or its JSON text, got {type(released).__name__}"
+        )
+    try:
+        parsed = json.loads(released)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"released is not JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise ValueError(
+            f"released must be a fingerprint's JSON object, got a JSON {type(parsed).__name__}"
+        )
+    return parsed
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _figures(value: float) -> int:
+    """Significant figures in the shortest decimal text of ``value`` (1 for zero)."""
+    digits = np.format_float_positional(abs(float(value)), trim="-").replace(".", "")
+    digits = digits.lstrip("0").rstrip("0")
+    return max(len(digits), 1)
+
+
+def _label_key(value: object) -> tuple:
+    """A label as a comparable key: numbers by value, text case- and space-insensitively."""
+    if _number(value):
+        return ("number", float(value))
+    text = str(value).strip().casefold()
+    try:
+        number = float(text)
+    except ValueError:
+        return ("text", text)
+    return ("number", number) if math.isfinite(number) else ("text", text)
+
+
+class _Source:
+    """What the checks read from the source study."""
+
+    def __init__(
+        self, study: StudyEvents, min_arm_patients: int, min_category_patients: int, left_out
+    ) -> None:
+        self.study = study
+        self.n = study.n_patients
+        self.min_arm_patients = min_arm_patients
+        self.min_category_patients = min_category_patients
+        # The patients a release may describe: those of arms with enough patients.
+        sizes = study.arms.value_counts()
+        self.eligible = study.arms.isin(sizes.index[sizes >= min_arm_patients]).to_numpy()
+        # The patients behind the covariate summaries: all but those left out for influence.
+        self.kept = ~pd.Index(study.ids).isin(list(left_out))
+        counts = study.observations.groupby("endpoint")["patient"].nunique()
+        self.shared_endpoints = {str(e) for e in counts.index[counts >= min_arm_patients]}
+
+    def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every patient's value of a numeric covariate, and the patient it belongs to."""
+        covariates = self.study.covariates
+        if column not in covariates.columns or not pd.api.types.is_numeric_dtype(
+            covariates[column]
+        ):
+            return np.array([]), np.array([], dtype=int)
+        return covariates[column].to_numpy(dtype=float), np.arange(self.n)
+
+    def level_holders(self, column: str, level: object) -> int:
+        """Patients whose value of ``column`` is ``level`` (numbers by value, text as text)."""
+        covariates = self.study.covariates
+        if column not in covariates.columns:
+            return 0
+        key = _label_key(level)
+        return int(sum(_label_key(v) == key for v in covariates[column]))
+
+    def endpoint_rows(self, endpoint: str) -> pd.DataFrame:
+        observations = self.study.observations
+        return observations[observations["endpoint"].astype(str) == endpoint]
+
+    def lowest(self, endpoint: str) -> pd.Series:
+        rows = self.endpoint_rows(endpoint)
+        values = rows["dv"].to_numpy(dtype=float)
+        if self.study.roles.log_dv and endpoint == self.study.pk_endpoint:
+            values = np.exp(values)
+        positive = rows.assign(value=values)[values > 0]
+        return positive.groupby("patient")["value"].min()
+
+    def visit_times(self, endpoint: str) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.endpoint_rows(endpoint)
+        times, owners = [rows["time"].to_numpy(float)], [rows["patient"].to_numpy()]
+        if self.study.roles.nominal_time:
+            times.append(rows["visit"].to_numpy(float))
+            owners.append(rows["patient"].to_numpy())
+        return np.concatenate(times), np.concatenate(owners)
+
+
+def _holders(values: np.ndarray, owners: np.ndarray, released: float, figures: int) -> int:
+    """Patients whose value of the quantity reads ``released`` at ``figures`` figures."""
+    finite = np.isfinite(values)
+    if not finite.any():
+        return 0
+    rounded = round_significant(values[finite], figures)
+    held = np.isclose(rounded, released, rtol=1e-9, atol=0)
+    return np.unique(owners[finite][held]).size
+
+
+def _implied_counts(frequency: float, total: int) -> range:
+    """The whole patient counts out of ``total`` that round to ``frequency`` at its precision.
+
+    The precision is read from the number as written (0.08: one figure, 0.083: two), the
+    coarser reading where trailing zeros leave it open, so that a group is called under the
+    threshold only where every count the number can stand for is.
+    """
+    figures = _figures(frequency)
+    half_unit = 0.5 * 10.0 ** (math.floor(math.log10(frequency)) - figures + 1) if frequency else 0
+    low = math.ceil((frequency - half_unit) * total - 1e-9)
+    high = math.floor((frequency + half_unit) * total + 1e-9)
+    return range(max(low, 0), min(high, total) + 1)
+
+
+# --- P1 and P2 --------------------------------------------------------------------------------
+
+
+def _p2_labels(released: dict) -> list[tuple[tuple, object, str]]:
+    """Every label in the release: ``(path, label, kind)``, kind ``key``, ``text`` or ``level``."""
+    labels = []
+
+    def walk(value: object, path: tuple) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                labels.append(((*path, key), key, "key"))
+                walk(item, (*path, key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, (*path, i))
+        elif isinstance(value, str):
+            labels.append((path, value, "text"))
+
+    walk(released, ())
+    for name, pairs in _mapping(released.get("categories")).items():
+        for j, pair in enumerate(_sequence(pairs)):
+            if isinstance(pair, list) and pair and _number(pair[0]):
+                labels.append((("categories", name, j, 0), pair[0], "level"))
+    return labels
+
+
+def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
+    """Whether the source shows that the label at ``path`` is not an identifier."""
+    roles = source.study.roles
+    depth, head = len(path), path[0] if path else None
+    if kind == "key":
+        if depth == 1:
+            return label in FINGERPRINT_FIELDS
+        if depth == 2:
+            return label in {
+                "model": _VOCABULARY_KEYS["model"],
+                "typical": _PARAMETERS,
+                "omega": _PARAMETERS,
+                "residual": ("additive", "proportional"),
+                "covariates": roles.covariates,
+                "categories": roles.covariates,
+                "endpoints": tuple(source.shared_endpoints),
+                "checks": _VOCABULARY_KEYS["checks"],
+            }.get(head, ())
+        if head == "covariates" and depth == 3:
+            return label in _VOCABULARY_KEYS["summary"]
+        if head == "endpoints" and depth == 3:
+            return label in _VOCABULARY_KEYS["endpoint"]
+        if head == "arms" and depth == 3:
+            return label in _VOCABULARY_KEYS["arm"]
+        if head == "arms" and depth == 5:
+            return label in _VOCABULARY_KEYS["dose"]
+        return False
+    if path == ("model", "route"):
+        return label in ("oral", "iv")
+    if path == ("error",):
+        return label in ERROR_MODELS
+    if path == ("pk_endpoint",):
+        return label in source.shared_endpoints
+    if head == "checks" and depth == 2:
+        return label in VERDICTS
+    if head == "arms" and depth == 3 and path[2] == "arm":
+        return label == arm_label(path[1])
+    if head == "categories" and depth == 4 and path[3] == 0:
+        return source.level_holders(str(path[1]), label) >= source.min_category_patients
+    return False
+
+
+def _p2(released: dict, source: _Source) -> list[str]:
+    numbers_, texts, long_texts = set(), set(), set()
+    for value in source.study.ids:
+        kind, key = _label_key(value)
+        (numbers_ if kind == "number" else texts).add(key)
+        text = str(value).strip().casefold()
+        texts.add(text)
+        if len(text) >= 4:
+            long_texts.add(text)
+    leaked = []
+    for path, label, kind in _p2_labels(released):
+        if _vocabulary(path, label, kind, source):
+            continue
+        label_kind, key = _label_key(label)
+        text = str(label).strip().casefold()
+        matches = (label_kind == "number" and key in numbers_) or text in texts
+        matches = matches or any(identifier in text for identifier in long_texts)
+        if matches:
+            leaked.append(f"{label!r} at {'.'.join(map(str, path)) or 'top level'}")
+    return leaked
+
+
+# --- P3 ---------------------------------------------------------------------------------------
+
+
+def _p3(released: dict, source: _Source) -> list[str]:
+    problems = []
+    k = source.min_arm_patients
+
+    def figures(value: object, limit: int, where: str) -> None:
+        if _number(value) and _figures(value) > limit:
+            problems.append(f"{where} {value:g} has more than {limit} significant figure(s)")
+
+    def single(value: object, values, owners, where: str, limit: int, *, min_patients=k) -> None:
+        if not _number(value) or len(values) == 0:
+            return
+        precision = max(limit, _figures(value))
+        holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
+        if 0 < holders < min_patients:
+            problems.append(
+                f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"
+            )
+
+    for field in ("typical", "omega", "residual"):
+        for name, value in _mapping(released.get(field)).items():
+            figures(value, _FIGURES["estimate"], f"{field} {name}")
+
+    kept = int(source.kept.sum())
+    core = kept - 2 * max(1, math.ceil(TRIM * kept))
+    for name, summary in _mapping(released.get("covariates")).items():
+        summary = _mapping(summary)
+        values, owners = source.values(str(name))
+        if core < k:
+            problems.append(
+                f"covariate {name} is summarised on {max(core, 0)} kept patient(s) once its "
+                f"extremes are set aside"
+            )
+        for key in ("geometric_mean", "sdlog"):
+            figures(summary.get(key), _FIGURES["summary"], f"covariate {name} {key}")
+        single(summary.get("geometric_mean"), values, owners, f"covariate {name} mean", 2)
+
+    weight = source.study.roles.weight
+    if weight is not None:
+        values, owners = source.values(weight)
+        reference = released.get("reference_weight")
+        figures(reference, _FIGURES["weight"], "reference weight")
+        single(reference, values, owners, "reference weight", _FIGURES["weight"])
+
+    cohort = released.get("cohort_size")
+    k_category = source.min_category_patients
+    for name, pairs in _mapping(released.get("categories")).items():
+        for pair in _sequence(pairs):
+            if not isinstance(pair, list) or len(pair) != 2:
+                continue
+            level, frequency = pair
+            held = source.level_holders(str(name), level)
+            if 0 < held < k_category:
+                problems.append(f"level {level!r} of {name} is held by {held} patient(s)")
+            if _number(frequency):
+                figures(frequency, _FIGURES["share"], f"frequency of {name} {level!r}")
+            if _number(frequency) and isinstance(cohort, int) and cohort > 0:
+                span = _implied_counts(frequency, cohort)
+                if span and span[0] >= 1 and span[-1] < k_category:
+                    problems.append(
+                        f"frequency {frequency:g} of {name} {level!r} stands for {span[-1]} or "
+                        f"fewer of {cohort} patients"
+                    )
+
+    doses = source.study.doses
+    dose_owners = doses["patient"].to_numpy()
+    for i, arm in enumerate(_sequence(released.get("arms"))):
+        for dose in _sequence(_mapping(arm).get("doses")):
+            dose = _mapping(dose)
+            where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
+            single(dose.get("amount"), doses["amount"], dose_owners, f"{where}: amount", 2)
+            for key in ("time", "duration"):
+                figures(dose.get(key), _FIGURES["time"], f"{where}: {key}")
+                single(dose.get(key), doses[key], dose_owners, f"{where}: {key}", _FIGURES["time"])
+
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        endpoint = _mapping(endpoint)
+        figures(endpoint.get("attendance"), _FIGURES["share"], f"{name} attendance")
+        times, owners = source.visit_times(str(name))
+        for visit in _sequence(endpoint.get("visits")):
+            if isinstance(visit, list) and len(visit) == 2:
+                figures(visit[1], _FIGURES["time"], f"{name} visit time")
+                single(visit[1], times, owners, f"{name} visit time", _FIGURES["time"])
+        problems += _loq_problems(name, endpoint.get("loq"), source)
+    figures(released.get("dose_change_rate"), _FIGURES["share"], "dose-change rate")
+    return problems
+
+
+def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
+    """The LOQ rule, judged on the source: a 1-2-5 value at most half the lowest value that
+    ``k`` patients reached, which no one to ``k - 1`` patients' lowest values equal."""
+    if loq is None or not _number(loq):
+        return []
+    k = source.min_arm_patients
+    lowest = source.lowest(str(name))
+    if len(lowest) < k:
+        return [f"{name} LOQ {loq:g} rests on {len(lowest)} patient(s) with a positive value"]
+    problems = []
+    mantissa = loq / 10.0 ** math.floor(math.log10(loq))
+    if not any(math.isclose(mantissa, m, rel_tol=1e-9) for m in (1, 2, 5)):
+        problems.append(f"{name} LOQ {loq:g} is not 1, 2 or 5 times a power of ten")
+    bound = np.sort(lowest.to_numpy())[k - 1] / 2
+    if loq > bound * (1 + 1e-9):
+        problems.append(f"{name} LOQ {loq:g} lies above half the lowest value {k} patients reached")
+    precision = max(_FIGURES["loq"], _figures(loq))
+    holders = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, precision)
+    if 0 < holders < k:
+        problems.append(f"{name} LOQ {loq:g} is the lowest value of {holders} patient(s)")
+    return problems
+
+
+# --- P4 ---------------------------------------------------------------------------------------
+
+
+def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
+    """Groups behind every released frequency and count, both sides; the smallest of them.
+
+    A group read from a frequency is known only to within its rounding: it is a whole number
+    of patients in ``[low, high]``, and fails only where every such number lies from 1 to
+    ``k - 1``.
+    """
+    k, k_category = source.min_arm_patients, source.min_category_patients
+    groups: list[tuple[str, int, int, int]] = []  # (what, low, high, threshold)
+
+    def exact(what: str, patients: int, threshold: int = k) -> None:
+        groups.append((what, patients, patients, threshold))
+
+    cohort = released.get("cohort_size")
+    cohort = cohort if isinstance(cohort, int) and not isinstance(cohort, bool) else None
+    arms = [a.get("patients") for a in map(_mapping, _sequence(released.get("arms")))]
+    arms = [a for a in arms if isinstance(a, int) and not isinstance(a, bool)]
+    if cohort:
+        exact("the cohort", cohort)
+    for i, patients in enumerate(arms):
+        exact(f"arm {i + 1}", patients)
+        if cohort is not None:
+            exact(f"the cohort less arm {i + 1}", cohort - patients)
+    if cohort is not None and arms:
+        exact("the cohort less its released arms", cohort - sum(arms))
+
+    for name, pairs in _mapping(released.get("categories")).items():
+        frequencies = [
+            p[1] for p in _sequence(pairs) if isinstance(p, list) and len(p) == 2 and _number(p[1])
+        ]
+        if not cohort or not frequencies:
+            continue
+        spans = [_implied_counts(f, cohort) for f in frequencies]
+        for frequency, span in zip(frequencies, spans, strict=True):
+            if not span:
+                continue
+            groups.append((f"{name} level at {frequency:g}", span[0], span[-1], k_category))
+            groups.append(
+                (
+                    f"{name}: the others than the level at {frequency:g}",
+                    cohort - span[-1],
+                    cohort - span[0],
+                    k_category,
+                )
+            )
+        low = cohort - sum(span[-1] for span in spans if span)
+        high = cohort - sum(span[0] for span in spans if span)
+        groups.append((f"{name}: patients in no released level", max(low, 0), high, k_category))
+
+    eligible = np.flatnonzero(source.eligible)
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        rate = _mapping(endpoint).get("attendance")
+        if _number(rate) and 0 < rate < 1:
+            missed, attended = _attendance_groups(str(name), source, eligible)
+            exact(f"{name}: patients who missed a visit", missed)
+            exact(f"{name}: patients who attended a visit", attended)
+    rate = released.get("dose_change_rate")
+    if _number(rate) and 0 < rate < 1:
+        doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
+        previous = doses.groupby(["patient", "period"])["amount"].shift()
+        changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+        exact("patients whose dose changed", changed)
+        exact("patients whose dose did not change", eligible.size - changed)
+
+    problems = []
+    for what, low, high, threshold in groups:
+        if high < 0:
+            problems.append(f"{what}: {high} (more patients in the parts than in the total)")
+        elif low >= 1 and high < threshold:
+            problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
+    sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
+    return problems, (min(sizes) if sizes else math.inf)
+
+
+def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> tuple[int, int]:
+    """Patients who missed at least one scheduled visit, and who attended at least one."""
+    rows = source.endpoint_rows(endpoint)
+    rows = rows[rows["patient"].isin(eligible)].drop_duplicates(["patient", "period", "visit"])
+    reached = rows.groupby(["period", "visit"])["patient"].nunique()
+    visits = reached.index[reached >= source.min_arm_patients]
+    scheduled = rows[pd.MultiIndex.from_frame(rows[["period", "visit"]]).isin(visits)]
+    attended = scheduled.groupby("patient").size().reindex(rows["patient"].unique(), fill_value=0)
+    return int((attended < len(visits)).sum()), int((attended > 0).sum())
+
+
+# --- P5 ---------------------------------------------------------------------------------------
+
+
+def _p5(
+    released: dict, source: _Source, pk: PopulationFit, privacy: PrivacyReport
+) -> tuple[str, str, list[str]]:
+    # Only the estimates the release holds: a withheld covariate summary moves nothing released.
+    endpoint = source.study.pk_endpoint
+    shown = [f"{endpoint}: {name} typical value" for name in _mapping(released.get("typical"))]
+    shown += [f"{endpoint}: {name} between-subject SD" for name in _mapping(released.get("omega"))]
+    for name in _mapping(released.get("covariates")):
+        shown += [f"{name} mean on the log scale", f"{name} SD on the log scale"]
+    moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
+    largest = moves.max(axis=0)
+    estimate = largest.idxmax()
+    value = float(largest.max())
+    scale = "%" if estimate.endswith("typical value") else "points"
+    result = f"largest: {estimate}, {value:.3g} {scale}"
+    if privacy.left_out.patients:
+        result += f"; {privacy.left_out.patients} left out"
+    if source.n * MAX_LEFT_OUT_SHARE < 1:
+        result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
+    problems = []
+    fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual}
+    for field, estimates in fitted.items():
+        shown = _mapping(released.get(field))
+        for name, number in estimates.items():
+            expected = float(round_significant(float(number), _FIGURES["estimate"]))
+            if (
+                name in shown
+                and _number(shown[name])
+                and not math.isclose(shown[name], expected, rel_tol=1e-9)
+            ):
+                problems.append(
+                    f"released {field} {name} {shown[name]:g} is not the estimate whose "
+                    f"influence was read ({expected:g})"
+                )
+    return verdict(value, privacy.review, privacy.fail), result, problems
+
+
+# --- The table --------------------------------------------------------------------------------
+
+
+def release_checks(
+    released: Fingerprint | str,
+    study: StudyEvents,
+    *,
+    pk: PopulationFit,
+    privacy: PrivacyReport,
+    min_arm_patients: int = 3,
+    min_category_patients: int = 3,
+    claims: bool = True,
+) -> pd.DataFrame:
+    """Judge a released fingerprint against its source study: checks P1-P5.
+
+    Parameters
+    ----------
+    released : Fingerprint or str
+        The release: its JSON text, as it would leave the secure environment (a Fingerprint
+        is first written to JSON and read back).
+    study : StudyEvents
+        The source study.
+    pk : PopulationFit
+        The PK fit whose influence was read (the kept patients' fit).
+    privacy : PrivacyReport
+        The influence readings and the patients left out.
+    min_arm_patients, min_category_patients : int, default 3
+        The thresholds of protection 3 the release was built with; the checks apply each, or
+        :data:`SMALLEST_THRESHOLD` where it is lower.
+    claims : bool, default True
+        Whether to hold the release to the verdicts it carries for P4 and P5 (False while the
+        release is being built, before it carries any).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per check with columns ``check``, ``question``, ``verdict`` (pass, review or
+        FAIL) and ``result``: ``none`` or what failed for P1-P3, ``smallest group k`` (and
+        what failed) for P4, and for P5 the largest move with the estimate's name and how
+        many were left out.
+
+    Raises
+    ------
+    TypeError
+        ``released`` is neither a Fingerprint nor text, or another argument has the wrong type.
+    ValueError
+        ``released`` is not JSON, or its JSON is not an object.
+    """
+    parsed = _read(released)
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
+    if not isinstance(privacy, PrivacyReport):
+        raise TypeError(f"privacy must be a PrivacyReport, got {type(privacy).__name__}")
+    if not isinstance(claims, bool):
+        raise TypeError(f"claims must be a bool, got {claims!r}")
+    min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
+    min_category_patients = check_count(min_category_patients, "min_category_patients")
+    source = _Source(
+        study,
+        max(min_arm_patients, SMALLEST_THRESHOLD),
+        max(min_category_patients, SMALLEST_THRESHOLD),
+        privacy.left_out.ids,
+    )
+    p4_problems, smallest = _p4(parsed, source)
+    p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, privacy)
+    p4_verdict = "FAIL" if p4_problems else "pass"
+    if claims:
+        stated = _mapping(parsed.get("checks"))
+        for check, found in (("P4", p4_verdict), ("P5", p5_verdict)):
+            if stated.get(check) != found:
+                (p4_problems if check == "P4" else p5_problems).append(
+                    f"the release states {check} {stated.get(check)!r}, the check finds {found!r}"
+                )
+    smallest_text = f"smallest group {smallest}" if math.isfinite(smallest) else "no group"
+    leaked = _p2(parsed, source)
+    rows = [
+        ("P1", release_problems(parsed), "none"),
+        ("P2", [f"source IDs in the fingerprint: {', '.join(leaked)}"] if leaked else [], "none"),
+        ("P3", _p3(parsed, source), "none"),
+        ("P4", p4_problems, smallest_text),
+    ]
+    table = []
+    for check, problems, passed in rows:
+        result = "; ".join(problems) if problems else passed
+        if check == "P4" and problems:
+            result = f"{smallest_text}; {result}"
+        table.append(
+            {
+                "check": check,
+                "question": CHECK_QUESTIONS[check],
+                "verdict": "FAIL" if problems else "pass",
+                "result": result,
+            }
+        )
+    table.append(
+        {
+            "check": "P5",
+            "question": CHECK_QUESTIONS["P5"],
+            "verdict": "FAIL" if p5_problems else p5_verdict,
+            "result": "; ".join([p5_result, *p5_problems]),
+        }
+    )
+    return pd.DataFrame(table, columns=["check", "question", "verdict", "result"])

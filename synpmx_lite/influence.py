@@ -1,0 +1,210 @@
+r"""Protection 6: how far leaving out one patient moves each released estimate.
+
+:func:`influence_moves` reads, for every patient, how far each released estimate would move
+with that patient left out: local sensitivity, the study's own version of differential
+privacy's sensitivity (Dwork et al. 2006), and in regression Cook's distance (Cook 1977).
+:class:`PrivacyReport` holds the readings of a fit and the rounds of leaving patients out that
+:func:`synpmx_lite.fingerprint.synpmx_model_estimate` runs.
+
+References
+----------
+Cook RD. Detection of influential observation in linear regression. Technometrics.
+1977;19(1):15-18.
+
+Dwork C, McSherry F, Nissim K, Smith A. Calibrating noise to sensitivity in private data
+analysis. In: Theory of Cryptography Conference (TCC). 2006.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .estimation import PopulationFit
+from .protections import TRIM, trimmed_moments
+
+__all__ = [
+    "MAX_LEFT_OUT_SHARE",
+    "LeftOut",
+    "PrivacyReport",
+    "influence_moves",
+    "influence_table",
+    "verdict",
+]
+
+#: The largest share of the cohort the influence rounds may leave out: below 10 patients a
+#: tenth of the cohort is under one patient, so nobody can be left out.
+MAX_LEFT_OUT_SHARE = 0.1
+
+_VERDICTS = ("pass", "review", "FAIL")
+
+
+def influence_moves(
+    pk: PopulationFit, covariates: pd.DataFrame, continuous: list[str], *, pk_label: str
+) -> pd.DataFrame:
+    r"""How far leaving out each patient moves each released estimate, on percent-like scales.
+
+    Parameters
+    ----------
+    pk : PopulationFit
+        The PK fit, whose random effects :math:`\eta_i` approximate the leave-one-out moves.
+    covariates : pandas.DataFrame
+        The fitted patients' baseline covariates, one row per patient of ``pk.eta``, in its
+        order.
+    continuous : list of str
+        The continuous covariates whose summaries are released: columns of ``covariates``
+        with positive values.
+    pk_label : str
+        Prefix of the PK estimates' names (the PK endpoint).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per patient (index: source ID), one column per estimate:
+
+        * typical value: :math:`100\,|e^{-\eta_{ik}/(n-1)} - 1|`, the percent change of
+          leaving out patient :math:`i`;
+        * between-subject SD: :math:`100\,|\omega_k\sqrt{r_{ik}} - \omega_k|` with
+          :math:`r_{ik} = \frac{(S_k-\eta_{ik}^2)/(n-1)}{S_k/n}`,
+          :math:`S_k=\sum_j \eta_{jk}^2`: the change of the log-scale SD in hundredths;
+        * covariate mean and SD on the log scale: recomputed exactly without the patient,
+          the change as a percent of the covariate's SD.
+
+        Shrinkage makes the PK readings understate the move.
+
+    Raises
+    ------
+    TypeError
+        ``pk`` is not a PopulationFit, ``covariates`` not a DataFrame, ``continuous`` not a
+        list or tuple of column names, or ``pk_label`` not a string.
+    ValueError
+        ``covariates`` has another number of rows than ``pk.eta``, a name in ``continuous``
+        is not one of its columns, or a continuous covariate is missing, not numeric or not
+        positive.
+    """
+    if not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
+    if not isinstance(covariates, pd.DataFrame):
+        raise TypeError(f"covariates must be a pandas DataFrame, got {type(covariates).__name__}")
+    if isinstance(continuous, str) or not isinstance(continuous, list | tuple):
+        raise TypeError(f"continuous must be a list of column names, got {continuous!r}")
+    if not isinstance(pk_label, str):
+        raise TypeError(f"pk_label must be a string, got {pk_label!r}")
+    eta = pk.eta.to_numpy()
+    n = eta.shape[0]
+    if len(covariates) != n:
+        raise ValueError(
+            f"covariates must have one row per fitted patient ({n}), got {len(covariates)}"
+        )
+    unknown = [name for name in continuous if name not in covariates.columns]
+    if unknown:
+        raise ValueError(f"continuous names columns that covariates lacks: {unknown}")
+    columns = {}
+    for k, name in enumerate(pk.eta.columns):
+        columns[f"{pk_label}: {name} typical value"] = 100 * np.abs(np.expm1(-eta[:, k] / (n - 1)))
+        total = np.sum(eta[:, k] ** 2)
+        ratio = np.clip((total - eta[:, k] ** 2) / (n - 1) / (total / n), 0, None)
+        omega_sd = math.sqrt(pk.omega.iloc[k])
+        columns[f"{pk_label}: {name} between-subject SD"] = (
+            100 * omega_sd * np.abs(np.sqrt(ratio) - 1)
+        )
+    for name in continuous:
+        if not pd.api.types.is_numeric_dtype(covariates[name]):
+            raise ValueError(f"continuous covariate {name!r} must be numeric")
+        values = covariates[name].to_numpy(dtype=float)
+        if not np.all(np.isfinite(values) & (values > 0)):
+            raise ValueError(f"continuous covariate {name!r} must be positive and not missing")
+        logs = np.log(values)
+        order = np.argsort(logs)
+        ranked = logs[order]
+        # Row i: the sorted logs without patient i (deleting from a sorted row keeps it sorted).
+        without = ranked[np.flatnonzero(~np.eye(n, dtype=bool)).reshape(n, n - 1) % n]
+        mean, sd = trimmed_moments(ranked[None, :], TRIM)
+        loo_mean, loo_sd = trimmed_moments(without, TRIM)
+        inverse = np.empty(n, dtype=int)
+        inverse[order] = np.arange(n)
+        scale = sd[0] if sd[0] > 0 else 1.0
+        columns[f"{name} mean on the log scale"] = (100 * np.abs(loo_mean - mean) / scale)[inverse]
+        columns[f"{name} SD on the log scale"] = (100 * np.abs(loo_sd - sd) / scale)[inverse]
+    return pd.DataFrame(columns, index=pk.eta.index)
+
+
+def verdict(move: float, review: float, fail: float) -> str:
+    """``"pass"`` below ``review``, ``"FAIL"`` at ``fail`` or more, ``"review"`` between."""
+    return _VERDICTS[int(move >= review) + int(move >= fail)]
+
+
+def influence_table(
+    pk: PopulationFit, moves: pd.DataFrame, review: float, fail: float
+) -> pd.DataFrame:
+    """One row per released estimate: its largest move, its scale, shrinkage and verdict."""
+    largest = moves.max(axis=0)
+    shrinkage = []
+    for estimate in moves.columns:
+        parameter = estimate.split(": ", 1)[-1].split(" ")[0]
+        is_pk = ": " in estimate and parameter in pk.shrinkage.index
+        shrinkage.append(pk.shrinkage[parameter] if is_pk else np.nan)
+    return pd.DataFrame(
+        {
+            "estimate": moves.columns,
+            "scale": ["%" if c.endswith("typical value") else "points" for c in moves.columns],
+            "largest": largest.to_numpy(),
+            "shrinkage": shrinkage,
+            "verdict": [verdict(v, review, fail) for v in largest],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The patients left out of the estimates for their influence.
+
+    Attributes
+    ----------
+    patients : int
+        How many were left out.
+    ids : tuple
+        Their source IDs: shown on the secure system's console only, never released.
+    rounds : int
+        Estimation rounds run (1: nobody was left out).
+    """
+
+    patients: int
+    ids: tuple
+    rounds: int
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """Protection 6 on a fit: the influence readings and the rounds that led to them.
+
+    Attributes
+    ----------
+    left_out : LeftOut
+        Patients left out for their influence.
+    influence : pandas.DataFrame
+        One row per released estimate: ``estimate``, ``scale`` (``%`` or ``points``),
+        ``largest`` move among the patients kept, ``shrinkage`` (PK estimates) and
+        ``verdict`` (pass below ``review``, FAIL at ``fail`` or more).
+    moves : pandas.DataFrame
+        Every kept patient's move of every estimate (stays in the secure environment).
+    rounds : pandas.DataFrame
+        One row per round: patients fitted, patients flagged, the largest move.
+    review, fail : float
+        The thresholds.
+    """
+
+    left_out: LeftOut
+    influence: pd.DataFrame
+    moves: pd.DataFrame
+    rounds: pd.DataFrame
+    review: float
+    fail: float
+
+    @property
+    def largest(self) -> pd.Series:
+        """The row of :attr:`influence` with the largest move."""
+        return self.influence.loc[self.influence["largest"].idxmax()]

@@ -1,0 +1,453 @@
+"""The released artefact: the fingerprint, its allowlist, its schema and the engine's own labels.
+
+A :class:`Fingerprint` holds everything a model release carries, and :meth:`Fingerprint.to_json`
+writes the artefact that leaves the secure environment. Its shape is fixed: the top-level
+fields are :data:`FINGERPRINT_FIELDS`, and every nested key, type and range is checked by
+:func:`release_problems`, which both :meth:`Fingerprint.from_json` (to refuse a malformed file
+with a clear message) and check P1 (to report what lies outside the allowlist) use.
+
+Labels that the engine makes are chosen so that they can never be a source identifier: arms
+are released as ``"arm 1"``, ``"arm 2"``, ... (:func:`arm_label`), synthetic patients are
+``"syn-0001"``, ``"syn-0002"``, ... (:func:`synthetic_id`), and a source study whose
+identifiers take either form is refused (:func:`engine_label_clashes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import re
+from dataclasses import dataclass
+
+from .estimation import ERROR_MODELS
+from .pk import PkModel
+
+__all__ = [
+    "FINGERPRINT_FIELDS",
+    "Fingerprint",
+    "arm_label",
+    "engine_label_clashes",
+    "release_problems",
+    "synthetic_id",
+]
+
+#: The fields a fingerprint may hold: nothing else leaves the study.
+FINGERPRINT_FIELDS = (
+    "cohort_size",
+    "model",
+    "pk_endpoint",
+    "log_dv",
+    "error",
+    "typical",
+    "omega",
+    "residual",
+    "covariates",
+    "categories",
+    "reference_weight",
+    "arms",
+    "dose_change_rate",
+    "endpoints",
+    "checks",
+)
+
+VERDICTS = ("pass", "review", "FAIL")
+
+_MODEL_KEYS = ("compartments", "route", "lag")
+_SUMMARY_KEYS = ("geometric_mean", "sdlog")
+_ARM_KEYS = ("arm", "patients", "doses")
+_DOSE_KEYS = ("period", "index", "time", "amount", "duration")
+_ENDPOINT_KEYS = ("attendance", "visits", "loq")
+_CHECK_KEYS = ("P4", "P5")
+_SYNTHETIC_PREFIX = "syn-"
+_ARM_PATTERN = re.compile(r"arm \d+")
+
+
+# --- The engine's own labels ------------------------------------------------------------------
+
+
+def arm_label(position: int) -> str:
+    """The released label of the arm at ``position`` (0-based) in the fingerprint's arm list."""
+    return f"arm {position + 1}"
+
+
+def synthetic_id(number: int) -> str:
+    """The identifier of synthetic patient ``number`` (0-based): ``syn-0001``, ``syn-0002``, ..."""
+    return f"{_SYNTHETIC_PREFIX}{number + 1:04d}"
+
+
+def engine_label_clashes(ids: object) -> list:
+    """The source identifiers that could be taken for a label the engine makes.
+
+    Parameters
+    ----------
+    ids : iterable
+        Source subject identifiers.
+
+    Returns
+    -------
+    list
+        Those whose text, ignoring case and surrounding spaces, starts with ``syn-`` (the
+        synthetic patients' prefix) or reads ``arm`` and a number (an arm label). A study with
+        any is refused, so that a synthetic patient or a released arm can never carry a source
+        identifier.
+
+    Examples
+    --------
+    >>> engine_label_clashes([1, "syn-0007", "Arm 2", "arm-2"])
+    ['syn-0007', 'Arm 2']
+    """
+    clashes = []
+    for value in ids:
+        text = str(value).strip().casefold()
+        if text.startswith(_SYNTHETIC_PREFIX) or _ARM_PATTERN.fullmatch(text):
+            clashes.append(value)
+    return clashes
+
+
+# --- The schema -------------------------------------------------------------------------------
+
+
+class _Schema:
+    """Walks a released dict and collects what departs from the allowlisted shape."""
+
+    def __init__(self) -> None:
+        self.type_problems: list[str] = []
+        self.value_problems: list[str] = []
+
+    @property
+    def problems(self) -> list[str]:
+        return self.type_problems + self.value_problems
+
+    def keys(self, value: object, path: str, allowed: tuple, *, exact: bool = True) -> bool:
+        if not isinstance(value, dict):
+            self.type_problems.append(f"{path} must be an object, got {type(value).__name__}")
+            return False
+        extra = [str(k) for k in value if k not in allowed]
+        if extra:
+            self.value_problems.append(f"{path} holds keys outside the allowlist: {extra}")
+        missing = [k for k in allowed if k not in value] if exact else []
+        if missing:
+            self.value_problems.append(f"{path} lacks {missing}")
+        return True
+
+    def count(self, value: object, path: str, *, minimum: int = 0) -> None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            self.type_problems.append(f"{path} must be an integer, got {value!r}")
+        elif value < minimum:
+            self.value_problems.append(f"{path} must be at least {minimum}, got {value}")
+
+    def number(
+        self, value: object, path: str, *, low: float = 0.0, high: float = math.inf, open_low=False
+    ) -> None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            self.type_problems.append(f"{path} must be a number, got {value!r}")
+            return
+        below = value <= low if open_low else value < low
+        if not math.isfinite(value) or below or value > high:
+            bracket = "(" if open_low else "["
+            self.value_problems.append(
+                f"{path} must lie in {bracket}{low:g}, {high:g}], got {value}"
+            )
+
+    def text(self, value: object, path: str, choices: tuple | None = None) -> None:
+        if not isinstance(value, str) or not value:
+            self.type_problems.append(f"{path} must be a non-empty string, got {value!r}")
+        elif choices is not None and value not in choices:
+            self.value_problems.append(f"{path} must be one of {list(choices)}, got {value!r}")
+
+    def flag(self, value: object, path: str) -> None:
+        if not isinstance(value, bool):
+            self.type_problems.append(f"{path} must be true or false, got {value!r}")
+
+    def items(self, value: object, path: str) -> list:
+        if not isinstance(value, list):
+            self.type_problems.append(f"{path} must be a list, got {type(value).__name__}")
+            return []
+        return value
+
+    def estimates(self, value: object, path: str, names: tuple | None, *, positive: bool) -> None:
+        """A dict of numbers keyed by ``names`` (any keys where the model itself is malformed)."""
+        allowed = names if names is not None else tuple(value) if isinstance(value, dict) else ()
+        if self.keys(value, path, allowed):
+            for name, number in value.items():
+                self.number(number, f"{path}.{name}", open_low=positive)
+
+    def names(self, value: object, path: str) -> bool:
+        """A dict keyed by names (covariates, endpoints)."""
+        return self.keys(value, path, tuple(value) if isinstance(value, dict) else ())
+
+
+def _model_parameters(model: object) -> tuple | None:
+    try:
+        return PkModel(**model).parameters
+    except (TypeError, ValueError):
+        return None
+
+
+def release_problems(released: object) -> list[str]:
+    """What in a released fingerprint departs from the allowlisted shape.
+
+    Parameters
+    ----------
+    released : dict
+        A fingerprint as read from its JSON (:meth:`Fingerprint.to_json`).
+
+    Returns
+    -------
+    list of str
+        One message per problem, naming where it is (``arms[0].doses[2].amount``); empty when
+        the release holds exactly the allowlisted fields, each of its type and range: no key
+        outside :data:`FINGERPRINT_FIELDS` or the keys documented in :class:`Fingerprint`,
+        typical values and variances named by the model's parameters, residual errors by the
+        error model's.
+
+    Examples
+    --------
+    >>> release_problems([])
+    ['the release must be a JSON object, got list']
+    """
+    return _schema(released).problems
+
+
+def _schema(released: object) -> _Schema:
+    schema = _Schema()
+    if not isinstance(released, dict):
+        schema.type_problems.append(
+            f"the release must be a JSON object, got {type(released).__name__}"
+        )
+        return schema
+    extra = [str(k) for k in released if k not in FINGERPRINT_FIELDS]
+    if extra:
+        schema.value_problems.append(f"fields outside the allowlist: {', '.join(extra)}")
+    missing = [k for k in FINGERPRINT_FIELDS if k not in released]
+    if missing:
+        schema.value_problems.append(f"the release lacks {', '.join(missing)}")
+    if "cohort_size" in released:
+        schema.count(released["cohort_size"], "cohort_size")
+    parameters = None
+    if "model" in released and schema.keys(released["model"], "model", _MODEL_KEYS):
+        parameters = _model_parameters(released["model"])
+        if parameters is None:
+            schema.value_problems.append(f"model is not a PK model: {released['model']!r}")
+    if "pk_endpoint" in released:
+        schema.text(released["pk_endpoint"], "pk_endpoint")
+    if "log_dv" in released:
+        schema.flag(released["log_dv"], "log_dv")
+    if "error" in released:
+        schema.text(released["error"], "error", tuple(ERROR_MODELS))
+    if "typical" in released:
+        schema.estimates(released["typical"], "typical", parameters, positive=True)
+    if "omega" in released:
+        schema.estimates(released["omega"], "omega", parameters, positive=False)
+    if "residual" in released:
+        error = released.get("error")
+        names = ERROR_MODELS.get(error) if isinstance(error, str) else None
+        schema.estimates(released["residual"], "residual", names, positive=True)
+    if "covariates" in released and schema.names(released["covariates"], "covariates"):
+        for name, summary in released["covariates"].items():
+            path = f"covariates.{name}"
+            if schema.keys(summary, path, _SUMMARY_KEYS):
+                schema.number(
+                    summary.get("geometric_mean"), f"{path}.geometric_mean", open_low=True
+                )
+                schema.number(summary.get("sdlog"), f"{path}.sdlog")
+    if "categories" in released and schema.names(released["categories"], "categories"):
+        for name, pairs in released["categories"].items():
+            for i, pair in enumerate(schema.items(pairs, f"categories.{name}")):
+                path = f"categories.{name}[{i}]"
+                if not isinstance(pair, list) or len(pair) != 2:
+                    schema.type_problems.append(f"{path} must be a [level, frequency] pair")
+                    continue
+                if not isinstance(pair[0], str | numbers.Real):
+                    schema.type_problems.append(f"{path} level must be text or a number")
+                schema.number(pair[1], f"{path} frequency", high=1.0, open_low=True)
+    if "reference_weight" in released and released["reference_weight"] is not None:
+        schema.number(released["reference_weight"], "reference_weight", open_low=True)
+    for i, arm in enumerate(schema.items(released.get("arms", []), "arms")):
+        path = f"arms[{i}]"
+        if not schema.keys(arm, path, _ARM_KEYS):
+            continue
+        schema.text(arm.get("arm"), f"{path}.arm")
+        schema.count(arm.get("patients"), f"{path}.patients", minimum=1)
+        for j, dose in enumerate(schema.items(arm.get("doses", []), f"{path}.doses")):
+            where = f"{path}.doses[{j}]"
+            if schema.keys(dose, where, _DOSE_KEYS):
+                schema.count(dose.get("period"), f"{where}.period")
+                schema.count(dose.get("index"), f"{where}.index")
+                schema.number(dose.get("time"), f"{where}.time")
+                schema.number(dose.get("amount"), f"{where}.amount", open_low=True)
+                schema.number(dose.get("duration"), f"{where}.duration")
+    if "dose_change_rate" in released:
+        schema.number(released["dose_change_rate"], "dose_change_rate", high=1.0)
+    if "endpoints" in released and schema.names(released["endpoints"], "endpoints"):
+        for name, endpoint in released["endpoints"].items():
+            path = f"endpoints.{name}"
+            if not schema.keys(endpoint, path, _ENDPOINT_KEYS):
+                continue
+            schema.number(endpoint.get("attendance"), f"{path}.attendance", high=1.0)
+            for j, visit in enumerate(schema.items(endpoint.get("visits", []), f"{path}.visits")):
+                if not isinstance(visit, list) or len(visit) != 2:
+                    schema.type_problems.append(f"{path}.visits[{j}] must be a [period, time] pair")
+                    continue
+                schema.count(visit[0], f"{path}.visits[{j}] period")
+                schema.number(visit[1], f"{path}.visits[{j}] time")
+            if endpoint.get("loq") is not None:
+                schema.number(endpoint["loq"], f"{path}.loq", open_low=True)
+        if (
+            isinstance(released.get("pk_endpoint"), str)
+            and released["pk_endpoint"] not in (released["endpoints"])
+        ):
+            schema.value_problems.append("pk_endpoint is not one of the endpoints")
+    if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
+        for name in _CHECK_KEYS:
+            if name in released["checks"]:
+                schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
+    return schema
+
+
+# --- The fingerprint --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Everything a model release holds, and nothing else (see :data:`FINGERPRINT_FIELDS`).
+
+    Construction checks every field against the allowlisted shape
+    (:func:`release_problems`), so that a malformed fingerprint fails here, naming the field,
+    rather than later inside the simulation.
+
+    Attributes
+    ----------
+    cohort_size : int
+        Patients in the released arms.
+    model : dict
+        The structural PK model: ``compartments``, ``route``, ``lag``.
+    pk_endpoint : str
+        The endpoint the PK model describes.
+    log_dv : bool
+        Whether that endpoint's values are log concentrations.
+    error : str
+        The residual error model.
+    typical, omega, residual : dict
+        Typical values, between-subject variances and residual errors, at one significant
+        figure.
+    covariates : dict
+        Per continuous covariate, ``geometric_mean`` (the exponential of the trimmed mean of
+        the logs) and ``sdlog`` (the trimmed SD of the logs), at two figures.
+    categories : dict
+        Per categorical covariate, a list of ``[level, frequency]`` pairs (levels held by
+        fewer than ``min_category_patients`` folded away), frequencies at two figures.
+    reference_weight : float or None
+        Median body weight at one figure (None where withheld).
+    arms : list of dict
+        Per arm kept: ``arm`` (the engine's label, ``"arm 1"``, ...), ``patients`` and the
+        planned ``doses``, each a dict of ``period``, ``index`` (the dose's place in its
+        period), ``time``, ``amount`` and ``duration``.
+    dose_change_rate : float
+        Share of patients given a dose unlike their previous one in the same period (0 where
+        fewer than three were, 1 where fewer than three were not).
+    endpoints : dict
+        Per endpoint: ``attendance`` (1 where fewer than three missed a visit), ``visits``
+        (``[period, time]`` pairs reached by at least three patients) and ``loq``.
+    checks : dict
+        The verdicts of P4 and P5.
+    """
+
+    cohort_size: int
+    model: dict
+    pk_endpoint: str
+    log_dv: bool
+    error: str
+    typical: dict
+    omega: dict
+    residual: dict
+    covariates: dict
+    categories: dict
+    reference_weight: float | None
+    arms: list
+    dose_change_rate: float
+    endpoints: dict
+    checks: dict
+
+    def __post_init__(self) -> None:
+        schema = _schema(dataclasses.asdict(self))
+        if schema.type_problems:
+            raise TypeError("not a fingerprint: " + "; ".join(schema.type_problems))
+        if schema.value_problems:
+            raise ValueError("not a fingerprint: " + "; ".join(schema.value_problems))
+
+    def to_json(self) -> str:
+        """The fingerprint as JSON: the artefact that would leave the secure environment."""
+        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Fingerprint:
+        """Read a fingerprint written by :meth:`to_json`.
+
+        Raises
+        ------
+        TypeError
+            ``text`` is not a string, or a field has the wrong type (named in the message).
+        ValueError
+            ``text`` is not JSON, or holds fields outside the allowlist, lacks some, or has a
+            value out of range (named in the message).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a JSON string, got {type(text).__name__}")
+        try:
+            fields = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"text is not JSON: {error}") from error
+        schema = _schema(fields)
+        if schema.type_problems:
+            raise TypeError("text does not hold a fingerprint: " + "; ".join(schema.type_problems))
+        if schema.value_problems:
+            raise ValueError(
+                "text does not hold a fingerprint: " + "; ".join(schema.value_problems)
+            )
+        return cls(**fields)
+
+    @property
+    def pk_model(self) -> PkModel:
+        """The structural model as a :class:`synpmx_lite.pk.PkModel`."""
+        return PkModel(**self.model)
+
+    def __str__(self) -> str:
+        def line(values: dict) -> str:
+            return ", ".join(f"{k} {v:g}" for k, v in values.items())
+
+        lines = [
+            f"PMX model fingerprint: {self.cohort_size} patients",
+            f"PK ({self.pk_endpoint}): {self.pk_model}, {self.error} error",
+            f"  typical values: {line(self.typical)}",
+            f"  between-subject variances: {line(self.omega)}",
+            f"  residual error: {line(self.residual)}",
+        ]
+        for name, summary in self.covariates.items():
+            lines.append(
+                f"covariate {name}: geometric mean {summary['geometric_mean']:g}, "
+                f"SD on the log scale {summary['sdlog']:g}"
+            )
+        for name, levels in self.categories.items():
+            lines.append(f"covariate {name}: " + ", ".join(f"{lv} {fr:g}" for lv, fr in levels))
+        if self.reference_weight is not None:
+            lines.append(f"reference weight: {self.reference_weight:g}")
+        for arm in self.arms:
+            doses = ", ".join(
+                f"{d['amount']:g} at {d['time']:g} h"
+                + (f" of period {d['period'] + 1}" if d["period"] else "")
+                for d in arm["doses"][:4]
+            )
+            more = f" (+{len(arm['doses']) - 4} more)" if len(arm["doses"]) > 4 else ""
+            lines.append(f"{arm['arm']}: {arm['patients']} patients; doses {doses}{more}")
+        lines.append(f"dose-change rate: {self.dose_change_rate:g}")
+        for name, endpoint in self.endpoints.items():
+            loq = "none" if endpoint["loq"] is None else f"{endpoint['loq']:g}"
+            lines.append(
+                f"endpoint {name}: attendance {endpoint['attendance']:g} over "
+                f"{len(endpoint['visits'])} visits, LOQ {loq}"
+            )
+        lines.append("checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()))
+        return "\n".join(lines)

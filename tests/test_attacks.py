@@ -1,0 +1,494 @@
+"""Attacks on the fingerprint and its checks, each of which must stay stopped.
+
+Every test plays an adversary: a per-patient column, a tiny study, a release edited by hand or
+built by faulty code, a subtraction between released counts, malformed data. Each asserts
+that the attack is refused with a clear error, kept out of the release, or flagged FAIL by the
+checks, which read only the released JSON and the source study.
+"""
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from simulated import SIMULATED_ROLES, known_fingerprint, small_study
+
+from synpmx_lite import fingerprint as builder
+from synpmx_lite.cases import constructed_warfarin_cases
+from synpmx_lite.fingerprint import model_fingerprint, model_privacy_checks, synpmx_model_estimate
+from synpmx_lite.generate import synpmx_model_generate
+from synpmx_lite.protections import fold_categories, loq_floor
+from synpmx_lite.release import Fingerprint
+from synpmx_lite.rounding import round_significant
+from synpmx_lite.study import prepare_study
+
+# --- Helpers ----------------------------------------------------------------------------------
+
+
+def released(fit):
+    """The fit's release as the JSON object that would leave."""
+    return json.loads(model_fingerprint(fit).to_json())
+
+
+def judged(fit, release):
+    """The checks on an edited release, by check."""
+    return model_privacy_checks(fit, released=json.dumps(release)).set_index("check")
+
+
+def fails(fit, release, check, *words):
+    """Assert that ``check`` fails on ``release`` and its result names every word."""
+    row = judged(fit, release).loc[check]
+    assert row["verdict"] == "FAIL", row["result"]
+    for word in words:
+        assert word in row["result"], row["result"]
+
+
+def with_sex(data, levels):
+    """The study with patient i's SEX set to levels[i]."""
+    ids = data["id"].unique()
+    return data.assign(SEX=data["id"].map(dict(zip(ids, levels, strict=True))))
+
+
+@pytest.fixture(scope="module")
+def study():
+    """Twelve patients, 100 mg at 0 h, four visits, SEX F/M six each, IDs 101 to 112."""
+    return with_sex(small_study(12, seed=1), ["F", "M"] * 6)
+
+
+@pytest.fixture(scope="module")
+def fit(study):
+    return synpmx_model_estimate(study, SIMULATED_ROLES)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """Four patients: SEX X, X, Y, Z."""
+    data = with_sex(small_study(4, seed=3), ["X", "X", "Y", "Z"])
+    return synpmx_model_estimate(data, SIMULATED_ROLES)
+
+
+def test_the_builders_release_passes_every_check(fit):
+    checks = model_privacy_checks(fit).set_index("check")
+    assert (checks.loc[["P1", "P2", "P3", "P4"], "verdict"] == "pass").all(), checks
+    # Twelve patients: one moves the weight's SD by more than 15 points, and nobody can be
+    # left out for it (a tenth of the cohort is one patient).
+    assert checks.loc["P5", "verdict"] != "FAIL"
+
+
+# --- 1. Category levels -----------------------------------------------------------------------
+
+
+def test_a_per_patient_text_column_is_refused(study):
+    data = study.assign(NAME="pt" + study["id"].astype(str))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "NAME"))
+    with pytest.raises(ValueError, match="'NAME' has 12 levels for 12 patients"):
+        synpmx_model_estimate(data, roles)
+
+
+def test_a_per_patient_numeric_code_declared_categorical_is_refused(study):
+    data = study.assign(CODE=study["id"] + 9000)
+    roles = dataclasses.replace(
+        SIMULATED_ROLES, covariates=("WT", "SEX", "CODE"), categorical=("CODE",)
+    )
+    with pytest.raises(ValueError, match=r"'CODE'.*identifies patients"):
+        synpmx_model_estimate(data, roles)
+
+
+def test_the_most_common_level_is_not_released_when_too_few_hold_it(tiny):
+    # X = 2, Y = 1, Z = 1: no level has three patients; before, "X: 1.0" was released.
+    assert model_fingerprint(tiny).categories == {}
+    assert fold_categories(["X", "X", "Y", "Z"]).empty
+
+
+def test_a_covariate_folded_to_one_level_is_withheld(study):
+    data = with_sex(study, ["M"] * 10 + ["F"] * 2)
+    fingerprint = model_fingerprint(synpmx_model_estimate(data, SIMULATED_ROLES))
+    # "M: 1.0" would misdescribe the two women folded into it.
+    assert "SEX" not in fingerprint.categories
+
+
+# --- 2. Identifiers in any released field -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (lambda r: r["categories"].update(SEX=[[105, 0.5], ["M", 0.5]]), "categories.SEX.0.0"),
+        (lambda r: r["categories"].update(SEX=[["105", 0.5], ["M", 0.5]]), "categories.SEX.0.0"),
+        (lambda r: r["arms"][0].update(arm="107"), "arms.0.arm"),
+        (lambda r: r["endpoints"].update({"108": r["endpoints"]["DV"]}), "endpoints.108"),
+        (lambda r: r["covariates"].update({"109.0": r["covariates"]["WT"]}), "covariates.109.0"),
+    ],
+)
+def test_p2_catches_a_numeric_identifier_in_any_label(fit, edit, where):
+    release = released(fit)
+    edit(release)
+    fails(fit, release, "P2", where)
+
+
+def test_p2_catches_a_text_identifier_inside_a_label(study):
+    data = study.assign(id="PT-" + study["id"].astype(str))
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    release["categories"]["SEX"][0][0] = "F (first: PT-101)"
+    fails(fit, release, "P2", "PT-101")
+
+
+def test_engine_labels_never_look_like_source_ids(study):
+    # IDs 1 to 12, arms coded 1 and 2, sex coded 1 and 2, as in many NONMEM files.
+    ids = study["id"] - 100
+    data = study.assign(id=ids, arm=np.where(ids <= 6, 1, 2), SEX=np.where(ids % 2, 1, 2))
+    roles = dataclasses.replace(SIMULATED_ROLES, categorical=("SEX",))
+    fit = synpmx_model_estimate(data, roles)
+    fingerprint = model_fingerprint(fit)
+    assert [arm["arm"] for arm in fingerprint.arms] == ["arm 1", "arm 2"]
+    assert {level for level, _ in fingerprint.categories["SEX"]} == {1, 2}
+    # The levels equal IDs 1 and 2, but six patients share each: no false FAIL.
+    assert model_privacy_checks(fit).set_index("check").loc["P2", "verdict"] == "pass"
+
+
+# --- 3. The checks read the artefact, and each can fail ---------------------------------------
+
+
+def test_the_ordinary_call_judges_the_json_not_the_builder(fit, monkeypatch):
+    heaviest = float(fit.study.covariates["WT"].max())
+    honest = builder._covariate_release
+
+    def leaking(*args):
+        continuous, categories, _ = honest(*args)
+        return continuous, categories, heaviest
+
+    monkeypatch.setattr(builder, "_covariate_release", leaking)
+    # No release passed in: the checks read the faulty builder's JSON and catch it.
+    checks = model_privacy_checks(fit).set_index("check")
+    assert (
+        checks.loc["P3", "verdict"] == "FAIL" and "reference weight" in checks.loc["P3", "result"]
+    )
+
+
+def test_the_ordinary_call_catches_a_field_the_json_gained(fit, monkeypatch):
+    honest = Fingerprint.to_json
+
+    def padded(self):
+        return json.dumps(dict(json.loads(honest(self)), ids=[str(i) for i in fit.study.ids]))
+
+    monkeypatch.setattr(Fingerprint, "to_json", padded)
+    checks = model_privacy_checks(fit).set_index("check")
+    assert checks.loc["P1", "verdict"] == "FAIL" and "ids" in checks.loc["P1", "result"]
+    assert checks.loc["P2", "verdict"] == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("edit", "word"),
+    [
+        (lambda r: r.update(patients=[{"WT": 71.2}]), "patients"),
+        (lambda r: r["arms"][0].update(ids=[101, 102]), "arms[0]"),
+        (lambda r: r["endpoints"]["DV"].update(values=[1.5, 2.5]), "endpoints.DV"),
+        (lambda r: r.update(cohort_size="12"), "cohort_size"),
+        (lambda r: r.pop("typical"), "lacks typical"),
+    ],
+)
+def test_p1_fails_on_a_field_outside_the_allowlist(fit, edit, word):
+    release = released(fit)
+    edit(release)
+    fails(fit, release, "P1", word)
+
+
+def _lowest_concentration(fit):
+    observations = fit.study.observations
+    return float(observations.loc[observations["dv"] > 0].groupby("patient")["dv"].min().min())
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        # The LOQ set to the lowest concentration anyone reached.
+        (
+            lambda r, f: r["endpoints"]["DV"].update(loq=_lowest_concentration(f)),
+            ("DV LOQ", "1 patient"),
+        ),
+        # The reference weight set to one patient's weight.
+        (
+            lambda r, f: r.update(reference_weight=float(f.study.covariates["WT"].iloc[3])),
+            ("reference weight", "value of 1 patient"),
+        ),
+        # The covariate's mean set to one patient's weight at two figures.
+        (
+            lambda r, f: r["covariates"]["WT"].update(
+                geometric_mean=float(round_significant(f.study.covariates["WT"].max(), 2))
+            ),
+            ("covariate WT mean", "value of 1 patient"),
+        ),
+        # A visit time set to one patient's own sampling time.
+        (
+            lambda r, f: r["endpoints"]["DV"]["visits"].append([0, 7.123]),
+            ("DV visit time 7.123", "value of 1 patient"),
+        ),
+        # A category level only one patient holds, with its frequency.
+        (
+            lambda r, f: r["categories"]["SEX"].append(["Q", 0.08]),
+            ("'Q' of SEX is held by 1", "stands for 1 or fewer"),
+        ),
+        # More significant figures than one.
+        (lambda r, f: r["typical"].update(cl=1.234), ("typical cl 1.234",)),
+    ],
+)
+def test_p3_fails_on_a_single_patients_value(study, edit, words):
+    data = study.copy()
+    one = data["id"] == 104
+    data.loc[one & (data["evid"] == 0), "time"] += [0.0, 0.0, 0.0, 7.123 - 12.0]
+    data.loc[data["id"] == 105, "SEX"] = "Q"
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    assert model_privacy_checks(fit).set_index("check").loc["P3", "verdict"] == "pass"
+    edit(release, fit)
+    fails(fit, release, "P3", *words)
+
+
+def test_p3_fails_on_a_planned_dose_one_patient_got(study):
+    data = study.copy()
+    data.loc[(data["id"] == 106) & (data["evid"] == 1), "amt"] = 137.0
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    # The arm mean is released, moved off any value one or two patients got.
+    planned = release["arms"][0]["doses"][0]["amount"]
+    assert planned == float(round_significant((11 * 100 + 137) / 12, 2))
+    release["arms"][0]["doses"][0]["amount"] = 137.0
+    fails(fit, release, "P3", "amount 137", "value of 1 patient")
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda r: r["arms"].append(dict(r["arms"][0], arm="arm 2", patients=2)), ("arm 2: 2",)),
+        (lambda r: r.update(cohort_size=r["cohort_size"] + 2), ("less its released arms: 2",)),
+        (
+            lambda r: r["categories"].update(SEX=[["F", 0.83], ["M", 0.17]]),
+            ("SEX level at 0.17: 2",),
+        ),
+        (
+            lambda r: r["categories"].update(SEX=[["F", 0.5], ["M", 0.33]]),
+            ("no released level: 2",),
+        ),
+        (lambda r: r["checks"].update(P4="FAIL"), ("states P4 'FAIL'",)),
+    ],
+)
+def test_p4_fails_on_a_group_under_three(fit, edit, words):
+    release = released(fit)
+    edit(release)
+    fails(fit, release, "P4", *words)
+
+
+def test_p5_fails_on_estimates_that_are_not_the_fit_read_for_influence(fit):
+    release = released(fit)
+    release["typical"]["cl"] = 2 * release["typical"]["cl"]
+    fails(fit, release, "P5", "typical cl", "not the estimate whose influence was read")
+    release = released(fit)
+    found = release["checks"]["P5"]
+    release["checks"]["P5"] = "review" if found == "pass" else "pass"
+    fails(fit, release, "P5", f"the check finds '{found}'")
+
+
+def test_p5_fails_when_a_patient_moves_an_estimate_far():
+    cases = constructed_warfarin_cases()
+    kept = synpmx_model_estimate(cases.misdosed, cases.roles, drop_influential=False)
+    assert model_privacy_checks(kept).set_index("check").loc["P5", "verdict"] == "FAIL"
+
+
+# --- 4. Tiny studies --------------------------------------------------------------------------
+
+
+def test_a_tiny_study_withholds_what_would_give_patients_back(tiny):
+    fingerprint = model_fingerprint(tiny)
+    # Four patients: the trimmed core would be two, whose mean and SD give both weights back.
+    assert fingerprint.covariates == {}
+    checks = model_privacy_checks(tiny).set_index("check")
+    assert (checks.loc[["P1", "P2", "P3", "P4"], "verdict"] == "pass").all(), checks
+    assert "below 10 patients nobody can be left out" in checks.loc["P5", "result"]
+    assert tiny.privacy.left_out.patients == 0
+    # The summary the builder withheld, added by hand, fails P3.
+    release = released(tiny)
+    release["covariates"] = {"WT": {"geometric_mean": 70.0, "sdlog": 0.2}}
+    fails(tiny, release, "P3", "WT is summarised on 2 kept patient(s)")
+
+
+# --- 5. Subtraction ---------------------------------------------------------------------------
+
+
+def test_a_dropped_arm_cannot_be_recovered_by_subtraction(study):
+    data = study.assign(arm=np.where(study["id"] <= 102, "pilot", "main"))
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    # The cohort is the released arms' patients: 12 - 10 would have given the pilot arm's 2.
+    assert release["cohort_size"] == sum(arm["patients"] for arm in release["arms"]) == 10
+    assert judged(fit, release).loc["P4", "verdict"] == "pass"
+
+
+@pytest.fixture(scope="module")
+def misdosed_fit():
+    cases = constructed_warfarin_cases()
+    return synpmx_model_estimate(cases.misdosed, cases.roles)
+
+
+def test_left_out_patients_leave_no_gap_between_released_counts(misdosed_fit):
+    fit = misdosed_fit
+    assert fit.privacy.left_out.patients == 1
+    release = released(fit)
+    # The frequencies count the same 32 patients as cohort_size, so they read as whole counts
+    # of 32 and nothing gives away the one patient left out.
+    sex = fit.study.covariates["sex"].value_counts()
+    for level, frequency in release["categories"]["sex"]:
+        assert frequency == float(round_significant(sex[level] / 32, 2))
+
+
+# --- 6. Duplicates ----------------------------------------------------------------------------
+
+
+def test_duplicated_rows_are_refused(study):
+    doubled = pd.concat([study, study[(study["id"] == 103) & (study["evid"] == 1)]])
+    doubled = doubled.sort_values(["id", "time"], kind="stable")
+    with pytest.raises(ValueError, match=r"duplicated rows \d+, \d+"):
+        prepare_study(doubled, SIMULATED_ROLES)
+
+
+def test_an_id_split_across_blocks_is_refused(study):
+    moved = study[study["id"] == 104]
+    split = pd.concat([study[study["id"] != 104], moved]).reset_index(drop=True)
+    split.loc[split.index[-3:], "id"] = 102  # patient 104's last rows now read as 102's
+    with pytest.raises(
+        ValueError, match="patient 102 has rows in separate blocks, starting at rows"
+    ):
+        prepare_study(split, SIMULATED_ROLES)
+
+
+# --- 7. Attendance ----------------------------------------------------------------------------
+
+
+def test_attendance_counts_each_visit_once_with_the_floor_on_both_sides(study, fit):
+    observations = study.index[study["evid"] == 0]
+    last = study.loc[observations].groupby("id").tail(1).index
+    three_missed = study.drop(last[:3])
+    # Patient 110 has its 2 h sample taken twice: still one visit.
+    repeat = three_missed[(three_missed["id"] == 110) & (three_missed["nominal_time"] == 2.0)]
+    repeated = pd.concat([three_missed, repeat.assign(dv=repeat["dv"] * 1.1)])
+    repeated = repeated.sort_values(["id", "time"], kind="stable")
+    rebuilt = dataclasses.replace(fit, study=prepare_study(repeated, SIMULATED_ROLES))
+    expected = float(round_significant(45 / 48, 2))
+    assert model_fingerprint(rebuilt).endpoints["DV"]["attendance"] == expected
+    two_missed = dataclasses.replace(
+        fit, study=prepare_study(study.drop(last[:2]), SIMULATED_ROLES)
+    )
+    assert model_fingerprint(two_missed).endpoints["DV"]["attendance"] == 1.0
+    checks = model_privacy_checks(rebuilt).set_index("check")
+    assert checks.loc["P4", "verdict"] == "pass"
+
+
+# --- 8. Medians of times ----------------------------------------------------------------------
+
+
+def test_medians_of_dose_and_visit_times_are_no_single_patients_value():
+    # Three patients given 100 mg by infusions of 1.02, 1.5 and 1.98 h, first sampled at 0.41,
+    # 0.5 and 0.59 h; no nominal times. Each median is the middle patient's own value.
+    base = small_study(3, seed=5)
+    ids = base["id"].unique()
+    rate = dict(zip(ids, 100 / np.array([1.02, 1.5, 1.98]), strict=True))
+    data = base.assign(rate=np.where(base["evid"] == 1, base["id"].map(rate), 0.0))
+    first = data[data["evid"] == 0].groupby("id").head(1).index
+    data.loc[first, "time"] = [0.41, 0.5, 0.59]
+    roles = dataclasses.replace(SIMULATED_ROLES, nominal_time=None, covariates=("WT",), arm=None)
+    fit = synpmx_model_estimate(data, roles)
+    release = released(fit)
+    duration = release["arms"][0]["doses"][0]["duration"]
+    first_visit = release["endpoints"]["DV"]["visits"][0][1]
+    assert duration not in (1.0, 1.5, 2.0) and first_visit not in (0.41, 0.5, 0.59)
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["arms"][0]["doses"][0]["duration"] = 1.5  # the median: one patient's own
+    fails(fit, release, "P3", "duration 1.5", "value of 1 patient")
+
+
+# --- 9. The LOQ rule follows the threshold ----------------------------------------------------
+
+
+def test_the_loq_rule_follows_the_threshold(study):
+    lowest = [0.3, 0.7, 0.9, 1.5, 3.3, 4.1]
+    assert loq_floor(lowest, min_patients=3) == 0.2  # 0.9 / 2 = 0.45
+    assert loq_floor(lowest, min_patients=4) == 0.5  # 1.5 / 2 = 0.75
+    fit3 = synpmx_model_estimate(study, SIMULATED_ROLES)
+    fit5 = synpmx_model_estimate(study, SIMULATED_ROLES, min_arm_patients=5)
+    minima = fit3.study.observations.groupby("patient")["dv"].min()
+    assert model_fingerprint(fit3).endpoints["DV"]["loq"] == loq_floor(minima, min_patients=3)
+    assert model_fingerprint(fit5).endpoints["DV"]["loq"] == loq_floor(minima, min_patients=5)
+
+
+# --- 10 and 11. Synthetic data ----------------------------------------------------------------
+
+
+def test_the_same_fingerprint_and_seed_give_the_same_data_after_json():
+    # Fields written in an order that JSON (sorted keys) does not keep.
+    fingerprint = known_fingerprint(
+        40,
+        covariates={
+            "WT": {"geometric_mean": 70.0, "sdlog": 0.2},
+            "AGE": {"geometric_mean": 40.0, "sdlog": 0.3},
+        },
+        categories={"SEX": [["F", 0.5], ["M", 0.5]], "RACE": [["a", 0.7], ["b", 0.3]]},
+    )
+    read_back = Fingerprint.from_json(fingerprint.to_json())
+    assert list(read_back.covariates) != list(fingerprint.covariates)
+    pd.testing.assert_frame_equal(
+        synpmx_model_generate(fingerprint, seed=9), synpmx_model_generate(read_back, seed=9)
+    )
+
+
+def test_a_fit_and_its_json_give_the_same_data(misdosed_fit):
+    # Warfarin's covariates are wt then age; its JSON holds them as age then wt.
+    text = model_fingerprint(misdosed_fit).to_json()
+    from_fit = synpmx_model_generate(misdosed_fit, seed=4)
+    from_json = synpmx_model_generate(Fingerprint.from_json(text), seed=4)
+    assert from_fit.to_numpy().tolist() == from_json[list(from_fit.columns)].to_numpy().tolist()
+
+
+@pytest.mark.parametrize("source_id", ["syn-0001", " SYN-0003", "arm 2", "Arm 12"])
+def test_synthetic_ids_and_arm_labels_can_never_be_source_ids(study, source_id):
+    data = study.astype({"id": object})
+    data.loc[data["id"] == 101, "id"] = source_id
+    with pytest.raises(ValueError, match="read like the engine's own labels"):
+        synpmx_model_estimate(data, SIMULATED_ROLES)
+
+
+def test_synthetic_ids_share_nothing_with_the_source(fit):
+    synthetic = synpmx_model_generate(fit, seed=2)
+    assert not set(map(str, synthetic["id"])) & set(map(str, fit.study.ids))
+
+
+# --- More attacks -----------------------------------------------------------------------------
+
+
+def test_an_endpoint_only_two_patients_have_is_not_released(study):
+    extra = study[(study["evid"] == 0) & study["id"].isin([101, 102])].assign(dvid="HIV load")
+    data = pd.concat([study, extra]).sort_values(["id", "time"], kind="stable")
+    fit = synpmx_model_estimate(data, dataclasses.replace(SIMULATED_ROLES, pk_endpoint="DV"))
+    assert set(model_fingerprint(fit).endpoints) == {"DV"}
+    release = released(fit)
+    release["endpoints"]["HIV load"] = release["endpoints"]["DV"]
+    fails(fit, release, "P3", "HIV load visit time")
+
+
+def test_an_arm_column_that_identifies_patients_is_refused(study):
+    with pytest.raises(ValueError, match="'arm' has 12 levels"):
+        synpmx_model_estimate(study.assign(arm=study["id"].astype(str)), SIMULATED_ROLES)
+
+
+def test_a_malformed_release_fails_p1_and_the_other_checks_still_run(fit):
+    release = released(fit)
+    release.update(arms="all", categories={"SEX": "F"}, endpoints={"DV": [1, 2]})
+    checks = judged(fit, release)
+    assert checks.loc["P1", "verdict"] == "FAIL"
+    assert list(checks.index) == ["P1", "P2", "P3", "P4", "P5"]
+
+
+@pytest.mark.parametrize("bad", ["[]", "12", "not json", 12])
+def test_a_release_that_is_not_a_json_object_is_refused(fit, bad):
+    with pytest.raises((TypeError, ValueError), match="released"):
+        model_privacy_checks(fit, released=bad)
