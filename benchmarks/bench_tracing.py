@@ -2,7 +2,7 @@
 
 Run from the repository's root::
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_tracing.py [--repeats 3]
+    .venv/bin/python benchmarks/bench_tracing.py [--repeats 3]
 
 The baseline is the seed notebook's method written as the notebook writes it, one trial at a
 time: for each trial it shuffles the population with pandas, draws a random linear projection

@@ -902,12 +902,15 @@ def _check_epsilons(epsilon: object) -> tuple[float, ...]:
     values = np.atleast_1d(np.asarray(epsilon, dtype=object)).tolist()
     if not values:
         raise ValueError("epsilon must name at least one budget")
-    return tuple(
+    budgets = tuple(
         math.inf
         if isinstance(value, numbers.Real) and value == math.inf
         else check_real(value, "epsilon", low=0, low_open=True)
         for value in values
     )
+    if len(set(budgets)) < len(budgets):
+        raise ValueError(f"epsilon must name each budget once, got {list(budgets)}")
+    return budgets
 
 
 def _check_statistics(statistics: object) -> tuple[str, ...]:
@@ -925,11 +928,12 @@ def _check_size(
     terms = trials * sum(people * d * (1 + len(epsilons)) + population for d in counts)
     if terms <= _MAX_TERMS and rows <= _MAX_ROWS:
         return
-    hours = terms / _TERMS_PER_SECOND / 3600
+    seconds = terms / _TERMS_PER_SECOND
+    duration = f"{seconds / 3600:.2g} hours" if seconds >= 3600 else f"{seconds / 60:.2g} minutes"
     gib = rows * 8 * 8 / 2**30
     raise ValueError(
-        f"simulate_tracing would compute {terms:.2g} person-predicate terms (about {hours:.2g} "
-        f"hours at {_TERMS_PER_SECOND:.0e} a second) and keep {rows:.2g} rows of statistics "
+        f"simulate_tracing would compute {terms:.2g} person-predicate terms (about {duration} "
+        f"at {_TERMS_PER_SECOND:.0e} a second) and keep {rows:.2g} rows of statistics "
         f"(about {gib:.2g} GiB); it takes at most {_MAX_TERMS:.0e} terms and {_MAX_ROWS:.0e} "
         f"rows: use fewer trials, predicates or budgets, or split the run"
     )
@@ -1020,8 +1024,8 @@ def simulate_tracing(
         much it would need.
     """
     counts = [check_count(d, "predicates") for d in np.atleast_1d(predicates).tolist()]
-    if not counts:
-        raise ValueError("predicates must name at least one predicate count")
+    if not counts or len(set(counts)) < len(counts):
+        raise ValueError(f"predicates must name each predicate count once, got {counts}")
     sample_size = check_count(sample_size, "sample_size")
     reference_size = check_count(reference_size, "reference_size")
     trials = check_count(trials, "trials", minimum=2)

@@ -458,6 +458,10 @@ def test_bad_input():
         simulate_tracing([10], sample_size=60, reference_size=40, trials=10)
     with pytest.raises(ValueError, match="predicates"):
         simulate_tracing([0], **settings_)
+    with pytest.raises(ValueError, match="predicates"):
+        simulate_tracing([64, 64], **settings_)
+    with pytest.raises(ValueError, match="epsilon"):
+        simulate_tracing([64], **settings_, epsilon=[1.0, 1])
     for epsilon in ([1.0, -1.0], [], 0.0, math.nan):
         with pytest.raises(ValueError, match="epsilon"):
             simulate_tracing([10], **settings_, epsilon=epsilon)
