@@ -78,6 +78,10 @@ _GRADIENT_TOLERANCE = 1e-10
 # Newton steps allowed for a logistic fit; damped Newton needs a few dozen at most.
 _NEWTON_STEPS = 100
 
+_NO_MINIMISER = (
+    "logistic regression did not converge (separable classes have no minimiser): use l2 > 0"
+)
+
 _EPS = np.finfo(float).eps
 
 
@@ -215,9 +219,6 @@ def _minimise_logistic(
     X: np.ndarray, y: np.ndarray, l2: float, weights: np.ndarray, start: np.ndarray | None
 ) -> np.ndarray:
     """Damped Newton's method: the objective is smooth and, with l2 > 0, strictly convex."""
-    failure = (
-        "logistic regression did not converge (separable classes have no minimiser): use l2 > 0"
-    )
     n = y.size
     coef = np.zeros(X.shape[1]) if start is None else start.copy()
     value, gradient = _objective(coef, X, y, "logistic", l2, weights)
@@ -227,7 +228,7 @@ def _minimise_logistic(
         try:
             step = _factorise(X, weights * second, l2).solve(n * gradient)
         except ValueError as error:
-            raise ValueError(failure) from error
+            raise ValueError(_NO_MINIMISER) from error
         if np.max(np.abs(step)) <= 1e-14 * (1 + np.max(np.abs(coef))):
             break
         decrease = gradient @ step  # twice the predicted decrease of the objective
@@ -248,10 +249,10 @@ def _minimise_logistic(
                 break
             scale /= 2
             if scale < 1e-10:
-                raise ValueError(failure)
+                raise ValueError(_NO_MINIMISER)
         coef, value, gradient = trial, trial_value, trial_gradient
     if not np.all(np.isfinite(coef)) or np.max(np.abs(gradient)) > _GRADIENT_TOLERANCE:
-        raise ValueError(failure)
+        raise ValueError(_NO_MINIMISER)
     return coef
 
 
@@ -273,10 +274,7 @@ def _fit(
         try:
             hessian = _factorise(X, weights * second, l2)
         except ValueError as error:
-            raise ValueError(
-                "logistic regression did not converge (separable classes have no minimiser): "
-                "use l2 > 0"
-            ) from error
+            raise ValueError(_NO_MINIMISER) from error
     return _Fit(coef, hessian, weights * first, weights * second)
 
 
@@ -514,8 +512,7 @@ def _largest_eigenvalues(
     with np.errstate(divide="ignore", invalid="ignore"):
         quotient = (diagonal + rho * p**2 + 2 * p * q) / (y1 * p + y2 * q)
     lo = np.maximum(largest_r + scale * theta[0], np.nan_to_num(quotient))
-    if d > 1:
-        lo = np.maximum(lo, scale * theta[-2])
+    lo = np.maximum(lo, scale * theta[-2])
     lo = np.minimum(np.maximum(lo, 0) * (1 - 64 * _EPS), hi)
     result = (lo + hi) / 2
     # Above the largest pole at most one eigenvalue lies (interlacing), so a lower bound
@@ -893,16 +890,20 @@ class Reweighting:
         )
 
     def accuracy(self, X: object, y: object) -> np.ndarray:
-        """Classification accuracy (:func:`accuracy`) of the model at each iteration."""
-        return np.array([accuracy(X, y, coef, model=self.model) for coef in self.coef])
+        r"""Classification accuracy of the model trained at each iteration.
 
-    def mean_squared_error(self, X: object, y: object) -> np.ndarray:
-        """Mean squared prediction error of the model at each iteration."""
-        X = check_array(X, "X", ndim=2)
-        y = check_array(y, "y", ndim=1)
-        if y.size != X.shape[0] or X.shape[1] != self.coef.shape[1]:
-            raise ValueError("X and y must match each other and the fitted coefficients")
-        return np.mean((X @ self.coef.T - y[:, None]) ** 2, axis=0)
+        Parameters
+        ----------
+        X, y : array_like
+            Examples to classify and their labels, coded as :func:`accuracy` expects for the
+            model trained (:math:`\pm 1` for ``"linear"``, 0/1 for ``"logistic"``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``iterations + 1`` accuracies, the unweighted model's first.
+        """
+        return np.array([accuracy(X, y, coef, model=self.model) for coef in self.coef])
 
 
 def irfil(

@@ -96,7 +96,14 @@ class AttributeInversion:
     values: np.ndarray
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per example: ``truth``, ``eta`` and the accuracies."""
+        """The results as a table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per training example: ``truth``, ``eta``, ``whitebox``, ``blackbox``,
+            ``baseline``, ``predicted`` and ``predicted_best``.
+        """
         return pd.DataFrame(
             {
                 "truth": self.truth,
