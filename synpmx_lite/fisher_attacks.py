@@ -81,7 +81,9 @@ class AttributeInversion:
     predicted_best : numpy.ndarray
         The accuracy FIL predicts, to the same order, for the best guess from the release and
         the prior (the Bayes rule): to that order no attack that sees only the release,
-        white-box or black-box, beats it on average over the prior.
+        white-box or black-box, beats it on average over the prior. (The black-box attack's
+        training-error statistic also depends on the hidden value, through one example's term
+        among ``n``.)
     values : numpy.ndarray
         The candidate values the attacker chooses between.
     """
