@@ -66,7 +66,7 @@ __all__ = [
 #: The models the module fits.
 MODELS = ("linear", "logistic")
 
-#: Largest condition number of the Hessian accepted: rounding in its inverse alone can move
+#: Largest condition number of the Hessian accepted. Rounding in its inverse alone can move
 #: the Jacobians by about this times machine epsilon (2e-6 here), and a rank-deficient
 #: Hessian, whose computed condition number is of order 1/epsilon, is refused.
 CONDITION_LIMIT = 1e10
