@@ -21,9 +21,10 @@ tracing
     The tracing attack of Dwork et al. on released means, and OpenDP's Laplace mean query.
 tables
     Captioned, numbered tables for the book (MyST in the book, HTML in a notebook).
-fisher, fisher_data
-    Per-example Fisher information loss, IRFIL and attribute inversion; the scikit-learn
-    datasets they are shown on.
+fisher, fisher_attacks, fisher_bounds, fisher_data
+    Per-example Fisher information loss and IRFIL; white-box and black-box attribute inversion;
+    the FIL of a differentially private mean and the bound for biased adversaries; the
+    scikit-learn datasets they are shown on.
 """
 
 from .cases import ConstructedCases, constructed_warfarin_cases
@@ -37,19 +38,16 @@ from .fingerprint import (
     synpmx_model_estimate,
 )
 from .fisher import (
-    AttributeInversion,
     Reweighting,
-    attribute_inversion,
-    biased_cramer_rao,
-    inversion_sweep,
     irfil,
     logistic_l2_path,
     matched_logistic_l2,
-    mean_release_fil,
     per_example_fil,
     per_example_heuristics,
     subset_fil,
 )
+from .fisher_attacks import AttributeInversion, attribute_inversion, inversion_sweep
+from .fisher_bounds import biased_cramer_rao, mean_release_fil
 from .generate import synpmx_model_generate
 from .influence import LeftOut, PrivacyReport, influence_moves
 from .membership import (
