@@ -26,13 +26,18 @@ NONMEM's FOCE-I minimizes (Wang 2007). The objective function value (OFV) is
 
 minus twice the log-likelihood less :math:`N_{obs} \log 2\pi`, as NONMEM reports it.
 
-**Zero residual variance.** Under the proportional model a prediction of exactly 0 (before
-the first dose, or before an absorption lag) gives :math:`V = 0`, and the likelihood of that
-observation is degenerate: infinite for an observed 0, zero for anything else. As nlmixr2's
-FOCEi does, and as NONMEM users write ``IF (W.EQ.0) W = 1``, such a variance is set to 1 (in
-squared observation units): the observation then adds :math:`y^2` to the OFV, independent of
-the parameters, so it neither rewards a lag placed after the first samples nor blows the
-objective up to :math:`10^{12}` where a pre-dose sample is not zero (Fidler, nlmixr issue 488).
+**Proportional error where the prediction or the observation is 0.** Under the proportional
+model a prediction of exactly 0 (before the first dose, or before an absorption lag) gives
+:math:`V = 0`: the likelihood of a non-zero observation there is 0, and the objective
+infinite. As nlmixr2's FOCEi does, and as NONMEM users write ``IF (W.EQ.0) W = 1``, such a
+variance is set to 1 (in squared observation units): the observation then adds :math:`y^2`
+to the OFV whatever the parameters (Fidler 2021). And an observation of exactly 0 has, under
+the proportional model, a density :math:`\propto 1/f` that grows without bound as the
+prediction :math:`f` goes to 0: a fit could gain any amount by placing a patient's lag time
+just before a sample measured as 0. Such observations are records below the limit of
+quantification, and under proportional error they are left out of the likelihood, Beal's
+method M1 (Beal 2001). Neither rule touches the additive or combined models, whose variance
+is never 0.
 
 **Method.**
 
@@ -78,6 +83,9 @@ Beal SL, Sheiner LB. NONMEM Users Guides. Icon Development Solutions; 1989-2009.
 Savic RM, Karlsson MO. Importance of shrinkage in empirical Bayes estimates for diagnostics.
 AAPS J. 2009;11(3):558-569.
 
+Beal SL. Ways to fit a PK model with some data below the quantification limit.
+J Pharmacokinet Pharmacodyn. 2001;28(5):481-504.
+
 Fidler M. Problems with estimating a proportional error with SAEM. nlmixr issue 488, 2021.
 https://github.com/nlmixrdevelopment/nlmixr/issues/488
 """
@@ -90,14 +98,20 @@ from functools import cache
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize
+from scipy import linalg, optimize, special
 from threadpoolctl import ThreadpoolController
 
-from ._validation import check_count
+from ._validation import check_count, check_rng
 from .pk import PkModel, _dosing, _primitives, _response, _sensitivities
 from .study import StudyEvents
 
-__all__ = ["ERROR_MODELS", "FitWarning", "PopulationFit", "fit_population"]
+__all__ = [
+    "ERROR_MODELS",
+    "FitWarning",
+    "PopulationFit",
+    "fit_population",
+    "importance_sampling_ofv",
+]
 
 #: Residual error models and the parameters each estimates: ``additive`` SD ``a`` (units of
 #: the observations) and ``proportional`` fraction ``b``.
@@ -109,7 +123,8 @@ ERROR_MODELS = {
 
 _MODE_TOLERANCE = 1e-8  # Newton step (log scale) below which a mode is found
 _MODE_ITERATIONS = 50
-_STEP_HALVINGS = 30
+_STEP_HALVINGS = 20
+_STALL_TOLERANCE = 1e-5  # a Newton step no halving of which descends: found, if this small
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
@@ -165,8 +180,9 @@ class PopulationFit:
     diagnostics : tuple of str
         What makes the fit untrustworthy, one sentence each (empty for a sound fit).
     starts : pandas.DataFrame or None
-        One row per optimizer run: the OFV at its start, the OFV it reached and its
-        iterations; the reported optimum is the lowest.
+        One row per optimizer run, best start first: its starting typical values
+        (``start cl``, ...), the OFV there, the OFV it reached and its iterations; the
+        reported optimum is the lowest.
     """
 
     model: PkModel
@@ -288,6 +304,9 @@ class _Problem:
         self.k = 2 * self.p + len(self.residual_columns)
         self.n_obs = self.y.size
         self.identity = np.eye(self.p)
+        # Under proportional error an observed 0 has a density that grows without bound as
+        # the prediction goes to 0: left out of the likelihood (see the module docstring).
+        self.left_out = (self.y == 0) if error == "proportional" else None
 
     def per_patient(self, values: np.ndarray, axis: int) -> np.ndarray:
         return np.add.reduceat(values, self.patient_start, axis=axis)
@@ -320,15 +339,25 @@ class _Problem:
         return f, f_u, f_uu, jacobian, second
 
     def variance(self, f: np.ndarray, residual: np.ndarray):
-        """Residual variance ``V``, ``dV/df``, ``d2V/df2``, the zero-variance mask, a^2, b^2."""
+        """Residual variance ``V``, its inverse, ``dV/df``, ``d2V/df2``, the mask of the fixed
+        variances, a^2 and b^2.
+
+        Proportional error at a prediction of exactly 0 has ``V = 1``; an observation left
+        out of the likelihood has ``V = 1`` and inverse 0, so that it adds nothing.
+        """
         a2 = residual[:, 0, None] ** 2
         b2 = residual[:, 1, None] ** 2
         variance = a2 + b2 * f**2
-        zero = variance <= 0  # proportional error at a prediction of exactly 0: V = 1
-        variance = np.where(zero, 1.0, variance)
-        slope = np.where(zero, 0.0, 2 * b2 * f)
-        curvature = np.where(zero, 0.0, 2 * b2)
-        return variance, slope, curvature, zero, a2, b2
+        fixed = variance <= 0
+        if self.left_out is not None:
+            fixed |= self.left_out
+        variance = np.where(fixed, 1.0, variance)
+        inverse = 1 / variance
+        if self.left_out is not None:
+            inverse = np.where(self.left_out, 0.0, inverse)
+        slope = np.where(fixed, 0.0, 2 * b2 * f)
+        curvature = np.where(fixed, 0.0, 2 * b2)
+        return variance, inverse, slope, curvature, fixed, a2, b2
 
 
 @dataclass
@@ -349,9 +378,8 @@ def _chain(jacobian: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
     """``L_i(eta)`` of every patient, and with ``order`` 2 its gradient and Hessians."""
     f, f_u, f_uu, jacobian, second = problem.predictions(mu[:, None, :] + eta, order)
-    variance, slope, curvature, zero, a2, b2 = problem.variance(f, residual)
+    variance, inverse, slope, curvature, zero, a2, b2 = problem.variance(f, residual)
     r = problem.y - f
-    inverse = 1 / variance
     precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
     data = np.log(variance) + r**2 * inverse
     objective = problem.per_patient(data, axis=-1) + (eta**2 * precision).sum(axis=-1)
@@ -399,18 +427,21 @@ def _modes(problem: _Problem, x: np.ndarray, eta: np.ndarray) -> _Evaluation:
     """Newton's method for the modes of all patients at a batch of outer points ``(B, k)``.
 
     At most a step of 1 on the log scale of any parameter; a step that raises ``L_i`` is
-    halved. A mode is found when the Newton step is below ``_MODE_TOLERANCE``. The returned
-    terms are those at the returned modes.
+    halved. A mode is found when the Newton step is below ``_MODE_TOLERANCE``, or below
+    ``_STALL_TOLERANCE`` where no halving of it lowers ``L_i`` (rounding, not a distant mode,
+    stops it). The returned terms are those at the returned modes.
     """
     mu, log_sd, residual = problem.unpack(x)
     terms = _joint(problem, mu, log_sd, residual, eta, 2)
+    stalled = np.zeros(eta.shape[:-1], dtype=bool)
     for _ in range(_MODE_ITERATIONS):
         step = _newton_step(terms)
         size = np.abs(step).max(axis=-1)
-        converged = size < _MODE_TOLERANCE
-        if converged.all():
+        converged = (size < _MODE_TOLERANCE) | (stalled & (size < _STALL_TOLERANCE))
+        done = converged | stalled
+        if done.all():
             break
-        step = np.where(converged[..., None], 0.0, step / np.maximum(size, 1.0)[..., None])
+        step = np.where(done[..., None], 0.0, step / np.maximum(size, 1.0)[..., None])
         current = terms["objective"]
         trial = eta + step
         terms = _joint(problem, mu, log_sd, residual, trial, 2)
@@ -425,6 +456,7 @@ def _modes(problem: _Problem, x: np.ndarray, eta: np.ndarray) -> _Evaluation:
                 worse = ~(value <= current + 1e-12 * np.abs(current))
                 if not worse.any():
                     break
+            stalled |= worse
             trial = np.where(worse[..., None], eta, trial)  # no descent: stay
             terms = _joint(problem, mu, log_sd, residual, trial, 2)
         eta = trial
@@ -611,7 +643,23 @@ def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
                     residuals, start, jac=jacobian, method="trf", loss="soft_l1", f_scale=0.5,
                     max_nfev=100,
                 )  # fmt: skip
-            starts.append(np.clip(result.x, -_LOG_BOUND + 1, _LOG_BOUND - 1))
+            # Within a factor 100 of the non-compartmental guess, however the pooled fit
+            # went: data with no structure (noise) would otherwise start far out.
+            start = np.clip(result.x, start - _TYPICAL_RANGE, start + _TYPICAL_RANGE)
+            start = np.clip(start, -_LOG_BOUND + 1, _LOG_BOUND - 1)
+            if all(np.abs(start - other).max() > 0.05 for other in starts):
+                starts.append(start)
+    if model.compartments == 2:
+        # The pooled fits of the distribution parameters tend to one answer: add starts that
+        # spread them a factor 4 either way around the first, for the search to reach other
+        # optima (the OFV of every start is compared before any search runs).
+        names = list(model.parameters)
+        q, vp = names.index("q"), names.index("vp")
+        for shift_q, shift_vp in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+            start = starts[0].copy()
+            start[q] += shift_q * np.log(4.0)
+            start[vp] += shift_vp * np.log(4.0)
+            starts.append(start)
     return starts
 
 
@@ -788,12 +836,11 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
         outcomes.append((best, result, bounds, float(screened[index])))
     best, result, bounds, _ = min(outcomes, key=lambda o: o[0]["ofv"])
     starts = pd.DataFrame(
-        {
-            "start_ofv": [o[3] for o in outcomes],
-            "ofv": [o[0]["ofv"] for o in outcomes],
-            "iterations": [int(o[1].nit) for o in outcomes],
-        }
+        np.exp(candidates[chosen, :p]), columns=[f"start {name}" for name in model.parameters]
     )
+    starts["start_ofv"] = [o[3] for o in outcomes]
+    starts["ofv"] = [o[0]["ofv"] for o in outcomes]
+    starts["iterations"] = [int(o[1].nit) for o in outcomes]
     return _finish(problem, study, best, result, np.array(bounds), starts)
 
 
@@ -891,3 +938,91 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
             stacklevel=3,
         )
     return fit
+
+
+def importance_sampling_ofv(
+    study: StudyEvents, fit: PopulationFit, *, draws: int = 2000, seed: object = 1
+) -> tuple[float, float]:
+    r"""The OFV at a fit's estimates without the Laplace approximation, by importance sampling.
+
+    Each patient's marginal likelihood :math:`\int p(y_i \mid \eta) p(\eta)\, d\eta` is
+    estimated with ``draws`` draws from a multivariate t distribution (5 degrees of freedom)
+    centred on the patient's mode, scaled by the inverse of the exact Hessian there, as
+    NONMEM's importance-sampling evaluation does. It checks FOCE-I's objective, or decides
+    between two candidate optima, free of either's approximation.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The study the fit was made on.
+    fit : PopulationFit
+        Its model, error model and estimates (``typical``, ``omega``, ``residual``) are used;
+        a copy with other estimates (:func:`dataclasses.replace`) evaluates those.
+    draws : int, default 2000
+        Draws per patient.
+    seed : int or numpy.random.Generator, default 1
+        The random draws.
+
+    Returns
+    -------
+    ofv : float
+        -2 log-likelihood less :math:`N_{obs} \log 2\pi`, comparable with ``fit.ofv``.
+    standard_error : float
+        Its Monte Carlo standard error (delta method over patients).
+    """
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if not isinstance(fit, PopulationFit):
+        raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+    draws = check_count(draws, "draws", minimum=10)
+    rng = check_rng(seed)
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        problem = _Problem(study, fit.model, fit.error)
+        names = list(fit.model.parameters)
+        x = np.r_[
+            np.log(fit.typical[names].to_numpy(dtype=float)),
+            0.5 * np.log(fit.omega[names].to_numpy(dtype=float)),
+            np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
+        ]
+        p, n = problem.p, problem.n_patients
+        mode = _modes(problem, x[None], np.zeros((1, n, p)))
+        hessian = mode.terms["hessian"][0]
+        definite = np.linalg.eigvalsh(hessian)[:, 0] > 0
+        precision = np.where(definite[:, None, None], hessian, mode.terms["information"][0]) / 2
+        root = np.linalg.cholesky(np.linalg.inv(precision))  # (n, p, p)
+        freedom = 5.0
+        normal = rng.standard_normal((draws, n, p))
+        chi = rng.chisquare(freedom, size=(draws, n, 1)) / freedom
+        z = normal / np.sqrt(chi)
+        eta = mode.eta[0] + np.einsum("nkl,mnl->mnk", root, z)
+        # log q: the multivariate t density; log p: -L/2 less the normal constants.
+        _, log_det_root = np.linalg.slogdet(root)
+        log_q = (
+            special.gammaln((freedom + p) / 2)
+            - special.gammaln(freedom / 2)
+            - p / 2 * np.log(freedom * np.pi)
+            - log_det_root
+            - (freedom + p) / 2 * np.log1p((z**2).sum(axis=-1) / freedom)
+        )
+        mu, log_sd, residual = problem.unpack(x[None])
+        log_p = np.empty((draws, n))
+        chunk = max(1, 200_000 // problem.n_obs)
+        for start in range(0, draws, chunk):
+            part = slice(start, start + chunk)
+            size = eta[part].shape[0]
+            objective = _joint(
+                problem,
+                np.repeat(mu, size, axis=0),
+                np.repeat(log_sd, size, axis=0),
+                np.repeat(residual, size, axis=0),
+                eta[part],
+                0,
+            )["objective"]
+            log_p[part] = -0.5 * (objective + 2 * log_sd.sum() + p * np.log(2 * np.pi))
+        log_w = log_p - log_q
+        top = log_w.max(axis=0)
+        w = np.exp(log_w - top)
+        mean = w.mean(axis=0)
+        ofv = float(-2 * (np.log(mean) + top).sum())
+        relative_se = w.std(axis=0, ddof=1) / (np.sqrt(draws) * mean)
+        return ofv, float(2 * np.sqrt((relative_se**2).sum()))
