@@ -21,12 +21,17 @@ so, skips R and prints the engine's figures alone.
 
 Run from the repository's root::
 
-    .venv/bin/python benchmarks/bench_nlme.py
+    .venv/bin/python benchmarks/bench_nlme.py            # all three parts (R takes minutes)
+    .venv/bin/python benchmarks/bench_nlme.py --quick    # parts 1 and 2 only
+
+``--reference`` also writes nlme's theo_sd estimates and standard errors to
+``tests/data/nlme_theo_sd_additive.csv``, the reference of the engine's standard-error test.
 
 The last line, ``engine_over_nlme_one_compartment: X``, is the engine's total time on the three
 one-compartment fits over nlme's (below 1: the engine is faster).
 """
 
+import argparse
 import shutil
 import statistics
 import subprocess
@@ -117,19 +122,23 @@ def timed_fit(study, repeats: int, **options):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one-compartment parts only")
+    parser.add_argument("--reference", action="store_true", help="write the SE test's reference")
+    arguments = parser.parse_args()
     warnings.simplefilter("ignore")  # diagnostics are reported in the tables below
-    studies = {name: prepare_study(*load_dataset(name)) for name in ONE_COMPARTMENT}
-    studies |= {name: prepare_study(*load_dataset(name)) for name in TWO_COMPARTMENTS}
+    two = () if arguments.quick else TWO_COMPARTMENTS
+    studies = {name: prepare_study(*load_dataset(name)) for name in ONE_COMPARTMENT + two}
     engine = {}
     for name in ONE_COMPARTMENT:
         engine[name] = timed_fit(studies[name], REPEATS, error="additive")
-    for name in TWO_COMPARTMENTS:
+    for name in two:
         engine[name] = timed_fit(studies[name], 3, error="additive")
     starts, specs = {}, []
     for name in ONE_COMPARTMENT:
         starts[name] = pd.DataFrame([pooled_start(engine[name][0])])
         specs.append({"study": name, "model": nlme_model(studies[name]), "repeats": REPEATS})
-    for name in TWO_COMPARTMENTS:
+    for name in two:
         base = pooled_start(engine[name][0])
         grid = [
             base | {"lq": base["lcl"] + np.log(q), "lvp": base["lv"] + np.log(vp)}
@@ -143,13 +152,31 @@ def main() -> None:
     nlme = run_nlme(specs, starts, studies)
     report_speed(engine, nlme)
     report_standard_errors(engine["theo_sd"][0], nlme)
-    report_two_compartments(engine, nlme, studies)
+    if two:
+        report_two_compartments(engine, nlme, studies)
+    if arguments.reference and nlme is not None:
+        write_reference(nlme[nlme["study"] == "theo_sd"].iloc[0])
     if nlme is not None:
         ratio = (
             sum(engine[n][1] for n in ONE_COMPARTMENT)
             / nlme.set_index("study").loc[list(ONE_COMPARTMENT), "seconds"].sum()
         )
         print(f"engine_over_nlme_one_compartment: {ratio:.3f}")
+
+
+def write_reference(found: pd.Series) -> None:
+    """nlme's theo_sd log-scale estimates and SEs, for tests/test_estimation.py."""
+    rows = []
+    for name in ("cl", "v", "ka"):
+        key = NLME_NAMES[name]
+        rows.append(("typical", name, found[f"{key}_est"], found[f"{key}_se"]))
+        rows.append(("omega_sd", name, np.log(found[f"sd_{key}_est"]), found[f"sd_{key}_logse"]))
+    rows.append(("residual", "additive", np.log(found["sigma_est"]), found["sigma_logse"]))
+    path = Path(__file__).parents[1] / "tests" / "data" / "nlme_theo_sd_additive.csv"
+    table = pd.DataFrame(rows, columns=["kind", "parameter", "log_estimate", "log_se"])
+    table["ofv"] = found["ofv"]
+    table.to_csv(path, index=False, float_format="%.6g")
+    print(f"wrote {path}")
 
 
 def report_speed(engine: dict, nlme: pd.DataFrame | None) -> None:

@@ -460,6 +460,9 @@ def _modes(problem: _Problem, x: np.ndarray, eta: np.ndarray) -> _Evaluation:
             trial = np.where(worse[..., None], eta, trial)  # no descent: stay
             terms = _joint(problem, mu, log_sd, residual, trial, 2)
         eta = trial
+    else:  # out of iterations: which modes the last step found
+        size = np.abs(_newton_step(terms)).max(axis=-1)
+        converged = (size < _MODE_TOLERANCE) | (stalled & (size < _STALL_TOLERANCE))
     return _Evaluation(x=x, eta=eta, converged=converged, terms=terms)
 
 
@@ -935,7 +938,7 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
             f"{problem.model} fit ({problem.error} error) is not to be trusted: "
             + "; ".join(diagnostics),
             FitWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return fit
 
