@@ -125,6 +125,7 @@ _MODE_TOLERANCE = 1e-8  # Newton step (log scale) below which a mode is found
 _MODE_ITERATIONS = 50
 _STEP_HALVINGS = 20
 _STALL_TOLERANCE = 1e-5  # a Newton step no halving of which descends: found, if this small
+_SAME_OPTIMUM = 1e-3  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
@@ -181,7 +182,8 @@ class PopulationFit:
         What makes the fit untrustworthy, one sentence each (empty for a sound fit).
     starts : pandas.DataFrame or None
         One row per optimizer run, best start first: its starting typical values
-        (``start cl``, ...), the OFV there, the OFV it reached and its iterations; the
+        (``start cl``, ...), the OFV there, the OFV it reached, its iterations, and whether
+        it stopped on reaching an earlier run's optimum (``joined_earlier_run``); the
         reported optimum is the lowest.
     """
 
@@ -423,11 +425,13 @@ def _newton_step(terms: dict) -> np.ndarray:
     return -np.linalg.solve(curvature, terms["gradient"][..., None])[..., 0]
 
 
-def _modes(problem: _Problem, x: np.ndarray, eta: np.ndarray) -> _Evaluation:
+def _modes(
+    problem: _Problem, x: np.ndarray, eta: np.ndarray, tolerance: float = _MODE_TOLERANCE
+) -> _Evaluation:
     """Newton's method for the modes of all patients at a batch of outer points ``(B, k)``.
 
     At most a step of 1 on the log scale of any parameter; a step that raises ``L_i`` is
-    halved. A mode is found when the Newton step is below ``_MODE_TOLERANCE``, or below
+    halved. A mode is found when the Newton step is below ``tolerance``, or below
     ``_STALL_TOLERANCE`` where no halving of it lowers ``L_i`` (rounding, not a distant mode,
     stops it). The returned terms are those at the returned modes.
     """
@@ -437,7 +441,7 @@ def _modes(problem: _Problem, x: np.ndarray, eta: np.ndarray) -> _Evaluation:
     for _ in range(_MODE_ITERATIONS):
         step = _newton_step(terms)
         size = np.abs(step).max(axis=-1)
-        converged = (size < _MODE_TOLERANCE) | (stalled & (size < _STALL_TOLERANCE))
+        converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
         done = converged | stalled
         if done.all():
             break
@@ -462,7 +466,7 @@ def _modes(problem: _Problem, x: np.ndarray, eta: np.ndarray) -> _Evaluation:
         eta = trial
     else:  # out of iterations: which modes the last step found
         size = np.abs(_newton_step(terms)).max(axis=-1)
-        converged = (size < _MODE_TOLERANCE) | (stalled & (size < _STALL_TOLERANCE))
+        converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
     return _Evaluation(x=x, eta=eta, converged=converged, terms=terms)
 
 
@@ -695,16 +699,18 @@ def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarra
     return np.sqrt(np.maximum(curvature, 1e-8 * curvature.max()))
 
 
-def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int):
+def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int, known=()):
     """L-BFGS-B from an evaluated start, with the exact gradient.
 
     The search runs in the outer parameters scaled by the square root of their expected
     curvature (:func:`_expected_curvature`). Each evaluation starts the modes from the best
     point's, moved to first order by their sensitivity to the outer parameters (at most 0.5
     on the log scale), so that a few Newton steps find them; a wild trial point of the line
-    search cannot drag the next start.
+    search cannot drag the next start. A search that comes within ``_SAME_OPTIMUM`` of an
+    optimum in ``known`` (earlier runs' best points) stops there: it has joined it.
     """
-    best = {"x": start.x[0], "ofv": np.inf}
+    start = _modes(problem, start.x, start.eta)
+    best = {"x": start.x[0], "ofv": np.inf, "joined": False}
     scale = _expected_curvature(problem, start)
 
     def keep(evaluation: _Evaluation, total: float) -> None:
@@ -733,6 +739,12 @@ def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int
             keep(evaluation, total)
         return total, gradient.sum(axis=(0, 1)) / scale
 
+    def joined(intermediate_result: optimize.OptimizeResult) -> None:
+        x = intermediate_result.x / scale
+        if any(np.abs(x - other).max() < _SAME_OPTIMUM for other in known):
+            best["joined"] = True
+            raise StopIteration
+
     result = optimize.minimize(
         objective,
         first["z"],
@@ -740,6 +752,7 @@ def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int
         method="L-BFGS-B",
         bounds=[(low * s, high * s) for (low, high), s in zip(bounds, scale, strict=True)],
         options={"maxiter": max_iterations, "ftol": 1e-12, "gtol": 1e-6, "maxcor": 20},
+        callback=joined,
     )
     return best, result
 
@@ -821,7 +834,7 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
     tail = np.r_[np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
     candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
     # Screen every start by its OFV (one batch), and search from the best.
-    screen = _modes(problem, candidates, np.zeros((len(candidates), n, p)))
+    screen = _modes(problem, candidates, np.zeros((len(candidates), n, p)), tolerance=1e-3)
     screened = _ofv_and_gradient(problem, screen)[0].sum(axis=-1)
     runs = 3 if model.compartments == 2 else 1
     chosen = np.argsort(np.where(np.isfinite(screened), screened, np.inf))[:runs]
@@ -835,7 +848,8 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
         bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
         bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
         bounds += [residual_bounds[name] for name in ERROR_MODELS[error]]
-        best, result = _minimize(problem, _select(screen, index), bounds, max_iterations)
+        known = [o[0]["x"] for o in outcomes]
+        best, result = _minimize(problem, _select(screen, index), bounds, max_iterations, known)
         outcomes.append((best, result, bounds, float(screened[index])))
     best, result, bounds, _ = min(outcomes, key=lambda o: o[0]["ofv"])
     starts = pd.DataFrame(
@@ -844,6 +858,7 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
     starts["start_ofv"] = [o[3] for o in outcomes]
     starts["ofv"] = [o[0]["ofv"] for o in outcomes]
     starts["iterations"] = [int(o[1].nit) for o in outcomes]
+    starts["joined_earlier_run"] = [o[0]["joined"] for o in outcomes]
     return _finish(problem, study, best, result, np.array(bounds), starts)
 
 
