@@ -426,15 +426,17 @@ def _newton_step(terms: dict) -> np.ndarray:
 
 
 def _modes(
-    problem: _Problem, x: np.ndarray, eta: np.ndarray, tolerance: float = _MODE_TOLERANCE
+    problem: _Problem, x: np.ndarray, eta: np.ndarray, tolerance: float | None = None
 ) -> _Evaluation:
     """Newton's method for the modes of all patients at a batch of outer points ``(B, k)``.
 
     At most a step of 1 on the log scale of any parameter; a step that raises ``L_i`` is
-    halved. A mode is found when the Newton step is below ``tolerance``, or below
+    halved. A mode is found when the Newton step is below ``tolerance`` (default
+    ``_MODE_TOLERANCE``), or below
     ``_STALL_TOLERANCE`` where no halving of it lowers ``L_i`` (rounding, not a distant mode,
     stops it). The returned terms are those at the returned modes.
     """
+    tolerance = _MODE_TOLERANCE if tolerance is None else tolerance
     mu, log_sd, residual = problem.unpack(x)
     terms = _joint(problem, mu, log_sd, residual, eta, 2)
     stalled = np.zeros(eta.shape[:-1], dtype=bool)
