@@ -42,7 +42,7 @@ is never 0.
 **Method.**
 
 * Derivatives: :math:`g` and the second derivatives :math:`\partial^2 f/\partial\eta^2` are
-  exact, from the closed forms (:func:`synpmx_lite.pk._sensitivities`); nothing is
+  exact, from the closed forms (``synpmx_lite.pk._sensitivities``); nothing is
   differentiated numerically inside the fit.
 * Inner problem: the modes of all patients (and of several outer points) at once, by Newton
   steps on the exact Hessian of :math:`L_i` (its first-order form where the exact one is not
@@ -274,7 +274,7 @@ class _Problem:
 
     Observations are flat (patient after patient); per-patient sums are ``reduceat`` over
     ``patient_start``. Outer points come in batches: arrays carry a leading batch axis ``B``.
-    The predictions' derivatives are kept in the primitives of :func:`synpmx_lite.pk._response`
+    The predictions' derivatives are kept in the primitives of ``synpmx_lite.pk._response``
     (coefficients, exponents, ``ka``, ``tlag``) and summed per patient there; each patient's
     sums are then carried to the log parameters once, with the primitives' Jacobian ``J``
     and second derivatives ``K``: ``g = J' f_u`` and
@@ -705,7 +705,7 @@ def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int
     """L-BFGS-B from an evaluated start, with the exact gradient.
 
     The search runs in the outer parameters scaled by the square root of their expected
-    curvature (:func:`_expected_curvature`). Each evaluation starts the modes from the best
+    curvature (``_expected_curvature``). Each evaluation starts the modes from the best
     point's, moved to first order by their sensitivity to the outer parameters (at most 0.5
     on the log scale), so that a few Newton steps find them; a wild trial point of the line
     search cannot drag the next start. A search that comes within ``_SAME_OPTIMUM`` of an
@@ -896,19 +896,21 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
     # parameters; S from each patient's gradient.
     covariance = sandwich = None
     free_index = np.flatnonzero(free)
-    steps = _HESSIAN_STEP * np.eye(k)[free_index]
-    points = np.vstack([x + steps, x - steps])
-    shifted = _modes(
-        problem, points, np.broadcast_to(final.eta[0], (len(points), *final.eta[0].shape))
-    )
-    shifted_gradient = _ofv_and_gradient(problem, shifted)[1].sum(axis=1)
     m = free_index.size
-    r = (shifted_gradient[:m] - shifted_gradient[m:])[:, free_index] / (2 * _HESSIAN_STEP)
-    r = (r + r.T) / 2
     free_gradient = gradient[free_index]
     try:
+        if m == 0:
+            raise linalg.LinAlgError("every parameter sits at a bound")
+        steps = _HESSIAN_STEP * np.eye(k)[free_index]
+        points = np.vstack([x + steps, x - steps])
+        shifted = _modes(
+            problem, points, np.broadcast_to(final.eta[0], (len(points), *final.eta[0].shape))
+        )
+        shifted_gradient = _ofv_and_gradient(problem, shifted)[1].sum(axis=1)
+        r = (shifted_gradient[:m] - shifted_gradient[m:])[:, free_index] / (2 * _HESSIAN_STEP)
+        r = (r + r.T) / 2
         if not np.isfinite(r).all():
-            raise linalg.LinAlgError("non-finite R matrix")
+            raise linalg.LinAlgError("a non-finite R matrix")
         factor = linalg.cho_factor(r)
         r_inverse = linalg.cho_solve(factor, np.eye(m))
         s = np.einsum("nk,nl->kl", *(2 * [gradient_terms[0][:, free_index]]))

@@ -15,6 +15,16 @@ with :math:`t` the time since the dose less any absorption lag. Multiple doses a
 (superposition). A dose acts only on the observations of its own dosing period, so that a
 study with a washout between periods (time starting again at zero) needs no reset records.
 
+The population fit (:mod:`synpmx_lite.estimation`) needs the first and second derivatives of
+every prediction in the log parameters. They are exact: each term :math:`c_m E(\lambda_m,
+k_a, t - t_{lag})` is differentiated by hand in its own quantities (coefficient, exponent,
+absorption rate, lag), and those quantities in the parameters by carrying value, gradient and
+Hessian through the few arithmetic steps from :math:`CL, V, Q, V_p` (forward-mode
+differentiation). The differences of exponentials are written as
+:math:`t e^{-\lambda t}\varphi((k_a - \lambda) t)` with :math:`\varphi(x) = (1 - e^{-x})/x`,
+evaluated by its Taylor series near 0, so that neither the predictions nor their derivatives
+lose digits where :math:`k_a` is close to an exponent or an infusion is short.
+
 References
 ----------
 Gibaldi M, Perrier D. Pharmacokinetics. 2nd ed. Marcel Dekker; 1982.
@@ -347,7 +357,7 @@ def _bolus_or_infusion(
 
 
 def _response(model: PkModel, dosing: _Dosing, u: np.ndarray, order: int):
-    """Each observation's prediction and its derivatives in the primitives (see `_primitives`).
+    """Each observation's prediction and its derivatives in the primitives (see ``_primitives``).
 
     Returns ``f`` ``(..., N)``, ``f_u`` ``(..., N, u)`` and ``f_uu`` ``(..., N, u, u)`` up to
     ``order``. Each exponential term ``c_m E(lam_m, ka, t - tlag)`` of each pair is
@@ -460,8 +470,8 @@ def _sensitivities(model: PkModel, dosing: _Dosing, log_theta: np.ndarray, order
     ``log_theta`` has shape ``(..., n, p)``. Returns ``f`` ``(..., N)``, ``g = df/dlog theta``
     ``(..., N, p)`` and ``G = d2f/dlog theta^2`` ``(..., N, p, p)`` up to ``order`` (0, 1 or
     2; ``None`` beyond). The chain rule joins the response's derivatives in the primitives
-    (:func:`_response`) with the primitives' derivatives in the parameters
-    (:func:`_primitives`).
+    (``_response``) with the primitives' derivatives in the parameters
+    (``_primitives``).
     """
     u, u_grad, u_hess = _primitives(model, log_theta, order)
     f, f_u, f_uu = _response(model, dosing, u, order)
