@@ -25,7 +25,13 @@ fisher, fisher_data
 """
 
 from .cases import ConstructedCases, constructed_warfarin_cases
-from .estimation import ERROR_MODELS, PopulationFit, fit_population
+from .estimation import (
+    ERROR_MODELS,
+    FitWarning,
+    PopulationFit,
+    fit_population,
+    importance_sampling_ofv,
+)
 from .fingerprint import (
     FINGERPRINT_FIELDS,
     Fingerprint,
@@ -99,6 +105,7 @@ __all__ = [
     "ConstructedCases",
     "DpMeanQuery",
     "Fingerprint",
+    "FitWarning",
     "LeftOut",
     "MembershipTables",
     "ModelFit",
@@ -126,6 +133,7 @@ __all__ = [
     "exact_means",
     "fit_population",
     "fold_categories",
+    "importance_sampling_ofv",
     "influence_moves",
     "irfil",
     "load_dataset",
