@@ -125,7 +125,7 @@ _MODE_TOLERANCE = 1e-8  # Newton step (log scale) below which a mode is found
 _MODE_ITERATIONS = 50
 _STEP_HALVINGS = 20
 _STALL_TOLERANCE = 1e-5  # a Newton step no halving of which descends: found, if this small
-_SAME_OPTIMUM = 1e-3  # log scale: a search this close to an earlier run's optimum has joined it
+_SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
@@ -419,28 +419,37 @@ def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
 
 def _newton_step(terms: dict) -> np.ndarray:
     """Newton step on the exact Hessian where positive definite, else the first-order one."""
-    hessian = terms["hessian"]
-    definite = np.linalg.eigvalsh(hessian)[..., 0] > 1e-8 * np.abs(hessian).max(axis=(-2, -1))
-    curvature = np.where(definite[..., None, None], hessian, terms["information"])
+    curvature = hessian = terms["hessian"]
+    try:
+        np.linalg.cholesky(hessian)  # near the modes, every patient's is (the usual case)
+    except np.linalg.LinAlgError:
+        smallest = np.linalg.eigvalsh(hessian)[..., 0]
+        definite = smallest > 1e-8 * np.abs(hessian).max(axis=(-2, -1))
+        curvature = np.where(definite[..., None, None], hessian, terms["information"])
     return -np.linalg.solve(curvature, terms["gradient"][..., None])[..., 0]
 
 
 def _modes(
-    problem: _Problem, x: np.ndarray, eta: np.ndarray, tolerance: float | None = None
+    problem: _Problem,
+    x: np.ndarray,
+    eta: np.ndarray,
+    tolerance: float | None = None,
+    iterations: int | None = None,
 ) -> _Evaluation:
     """Newton's method for the modes of all patients at a batch of outer points ``(B, k)``.
 
     At most a step of 1 on the log scale of any parameter; a step that raises ``L_i`` is
-    halved. A mode is found when the Newton step is below ``tolerance`` (default
-    ``_MODE_TOLERANCE``), or below
+    halved, for at most ``iterations`` steps (default ``_MODE_ITERATIONS``). A mode is found
+    when the Newton step is below ``tolerance`` (default ``_MODE_TOLERANCE``), or below
     ``_STALL_TOLERANCE`` where no halving of it lowers ``L_i`` (rounding, not a distant mode,
     stops it). The returned terms are those at the returned modes.
     """
     tolerance = _MODE_TOLERANCE if tolerance is None else tolerance
+    iterations = _MODE_ITERATIONS if iterations is None else iterations
     mu, log_sd, residual = problem.unpack(x)
     terms = _joint(problem, mu, log_sd, residual, eta, 2)
     stalled = np.zeros(eta.shape[:-1], dtype=bool)
-    for _ in range(_MODE_ITERATIONS):
+    for _ in range(iterations):
         step = _newton_step(terms)
         size = np.abs(step).max(axis=-1)
         converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
@@ -835,8 +844,11 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
     tail = np.r_[np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
     candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
-    # Screen every start by its OFV (one batch), and search from the best.
-    screen = _modes(problem, candidates, np.zeros((len(candidates), n, p)), tolerance=1e-3)
+    # Screen every start by its OFV (one batch), and search from the best. Rough modes rank
+    # the starts well enough; each search refines its own.
+    screen = _modes(
+        problem, candidates, np.zeros((len(candidates), n, p)), tolerance=1e-3, iterations=10
+    )
     screened = _ofv_and_gradient(problem, screen)[0].sum(axis=-1)
     runs = 3 if model.compartments == 2 else 1
     chosen = np.argsort(np.where(np.isfinite(screened), screened, np.inf))[:runs]
