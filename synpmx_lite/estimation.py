@@ -258,7 +258,9 @@ class PopulationFit:
 
     def __str__(self) -> str:
         status = "converged" if self.converged else "NOT converged"
-        table = self.summary().to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
+        labels = {"se": "SE", "rse_percent": "RSE %", "shrinkage_percent": "shrinkage %"}
+        table = self.summary().rename(columns=labels)
+        table = table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
         lines = [
             f"{self.model}; {self.n_patients} patients, {self.n_observations} observations, "
             f"{self.error} error",

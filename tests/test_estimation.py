@@ -251,7 +251,7 @@ def test_the_summary_is_a_pmx_parameter_table():
     assert summary.loc["typical", "shrinkage_percent"].isna().all()
     assert np.all(np.linalg.eigvalsh(fit.covariance.to_numpy()) > 0)
     text = str(fit)
-    assert "rse_percent" in text and f"OFV {fit.ofv:.2f} (converged)" in text
+    assert "RSE %" in text and f"OFV {fit.ofv:.2f} (converged)" in text
     with pytest.raises(ValueError, match="method"):
         fit.summary("bootstrap")
 
