@@ -43,8 +43,9 @@ __all__ = ["PkModel", "predict_concentrations"]
 
 _ROUTES = ("oral", "iv")
 
-# Below this |k_a - lambda| t the difference quotient loses digits; its series is used instead.
-_SERIES_BELOW = 1e-4
+# Below this argument phi(x) = (1 - exp(-x)) / x and its derivatives lose digits in closed form
+# (the second derivative as 1 / x^2); their Taylor series is used instead.
+_SERIES_BELOW = 1e-2
 
 
 @dataclass(frozen=True)
@@ -251,21 +252,13 @@ class _Dosing:
     dose reaches it), so that ``numpy.add.reduceat`` over ``pair_start`` sums them.
     """
 
-    n_patients: int
     obs_patient: np.ndarray
     pair_patient: np.ndarray
     pair_start: np.ndarray
     elapsed: np.ndarray
     amount: np.ndarray
     duration: np.ndarray
-
-    @property
-    def n_observations(self) -> int:
-        return self.obs_patient.size
-
-    @property
-    def infused(self) -> bool:
-        return bool(np.any(self.duration > 0))
+    infused: bool
 
 
 def _dosing(
@@ -278,7 +271,6 @@ def _dosing(
     same_period: np.ndarray | None = None,
 ) -> _Dosing:
     """Pairs of the doses ``(n, d)`` and observation times ``(n, t)`` where ``observed``."""
-    n = times.shape[0]
     observed = np.ones(times.shape, dtype=bool) if observed is None else observed
     patient, slot = np.nonzero(observed)
     elapsed = times[patient, slot][:, None] - dose_time[patient]  # (observations, doses)
@@ -290,14 +282,15 @@ def _dosing(
     reaches[unreached, 0] = True
     obs, dose = np.nonzero(reaches)
     amount = np.where(unreached[obs], 0.0, dose_amount[patient[obs], dose])
+    duration = dose_duration[patient[obs], dose]
     return _Dosing(
-        n_patients=n,
         obs_patient=patient,
         pair_patient=patient[obs],
         pair_start=np.searchsorted(obs, np.arange(patient.size)),
         elapsed=np.where(unreached[obs], 0.0, elapsed[obs, dose]),
         amount=amount,
-        duration=dose_duration[patient[obs], dose],
+        duration=duration,
+        infused=bool(np.any(duration > 0)),
     )
 
 
@@ -305,9 +298,9 @@ def _phi(x: np.ndarray, order: int) -> list[np.ndarray]:
     """``phi(x) = (1 - exp(-x)) / x`` for ``x >= 0`` and its first two derivatives.
 
     The closed forms lose digits as ``x`` goes to 0 (the second derivative as ``1/x^2``);
-    below ``x = 0.01`` the Taylor series (error below 1e-12) replaces them.
+    below ``_SERIES_BELOW`` (0.01) the Taylor series (error below 1e-12) replaces them.
     """
-    small = x < 1e-2
+    small = x < _SERIES_BELOW
     safe = np.where(small, 1.0, x)
     expm1 = np.expm1(-safe)
     decay = expm1 + 1
