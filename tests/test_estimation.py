@@ -1,3 +1,4 @@
+import json
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -397,3 +398,25 @@ def test_proportional_error_at_a_zero_observation():
     assert zero.sum() > 0
     without = fit_population(prepare_study(data[~zero], roles), model=lag, error="proportional")
     assert without.ofv == pytest.approx(proportional.ofv, abs=1e-3)
+
+
+def test_standard_errors_stay_out_of_the_released_fingerprint():
+    """The fit carries its covariance step; the fingerprint built from it releases none of it."""
+    from synpmx_lite import model_fingerprint, synpmx_model_estimate
+
+    fit = synpmx_model_estimate(*load_dataset("theo_sd"), seed=1)
+    assert fit.pk.covariance is not None
+    released = json.loads(model_fingerprint(fit).to_json())
+
+    def keys(value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                yield str(key).lower()
+                yield from keys(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                yield from keys(inner)
+
+    words = ("covariance", "sandwich", "se", "rse", "standard_error", "rse_percent")
+    assert not set(keys(released)) & set(words)
+    assert set(released["typical"]) == set(fit.pk.typical.index)
