@@ -6,7 +6,7 @@
 # log_dv, repeats), and per study <study>_obs.csv (row, id, time, dv), <study>_pairs.csv
 # (row, amount, elapsed, duration: each dose reaching each observation) and <study>_starts.csv
 # (starting log typical values, one row per start). The script writes nlme_results.csv: one
-# row per fit and start with the median elapsed seconds over the repeats, whether nlme
+# row per fit and start with the median elapsed and CPU seconds over the repeats, whether nlme
 # converged, -2 log-likelihood less N log(2 pi) (the engine's OFV), and the estimates with
 # their standard errors (fixed effects: summary's t-table; SDs: the log-scale intervals).
 #
@@ -92,23 +92,29 @@ fit_one <- function(spec, obs, pairs, start) {
                                returnObject = TRUE))
   }
   converged <- TRUE
-  seconds <- numeric(0)
+  seconds <- cpu <- numeric(0)
   for (r in seq_len(spec$repeats)) {
-    elapsed <- system.time(fit <- tryCatch(
+    timing <- system.time(fit <- tryCatch(
       withCallingHandlers(run(), warning = function(w) {
         converged <<- FALSE
         invokeRestart("muffleWarning")
       }),
-      error = function(e) { message(conditionMessage(e)); NULL }
-    ))[["elapsed"]]
-    if (is.null(fit)) return(data.frame(converged = FALSE, seconds = NA, ofv = NA))
-    seconds <- c(seconds, elapsed)
+      error = function(e) {
+        message(spec$study, ", start ", paste(round(unlist(start), 2), collapse = " "), ": ",
+                conditionMessage(e))
+        NULL
+      }
+    ))
+    if (is.null(fit)) return(data.frame(converged = FALSE, seconds = NA, cpu = NA, ofv = NA))
+    seconds <- c(seconds, timing[["elapsed"]])
+    cpu <- c(cpu, timing[["user.self"]] + timing[["sys.self"]])
   }
   seconds <- median(seconds)
+  cpu <- median(cpu)
   fixed <- summary(fit)$tTable
   sds <- sqrt(diag(as.matrix(pdMatrix(fit$modelStruct$reStruct)[[1]]))) * fit$sigma
   row <- data.frame(
-    converged = converged, seconds = seconds,
+    converged = converged, seconds = seconds, cpu = cpu,
     ofv = -2 * as.numeric(logLik(fit)) - nrow(obs) * log(2 * pi)
   )
   for (name in parameters) {
