@@ -49,7 +49,9 @@ class BookTable:
         return table.replace(">", ">" + caption, 1)
 
 
-def book_table(frame: pd.DataFrame, caption: str, label: str, *, index: bool = False) -> BookTable:
+def book_table(
+    frame: pd.DataFrame, caption: str, label: str, *, index: bool = False
+) -> BookTable:
     """Wrap a formatted DataFrame as a captioned, labelled table for the book.
 
     Parameters
