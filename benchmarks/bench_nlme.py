@@ -256,10 +256,15 @@ def report_two_compartments(engine: dict, nlme: pd.DataFrame | None, studies: di
                 studies[name], at_nlme, draws=IMPORTANCE_DRAWS
             )
         print(line)
-        table.loc["OFV (FOCE-I / nlme's)"] = pd.Series(ofv)
-        table.loc["OFV by importance sampling"] = pd.Series({k: v[0] for k, v in exact.items()})
-        table.loc["  its Monte Carlo SE"] = pd.Series({k: v[1] for k, v in exact.items()})
         print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+        objectives = pd.DataFrame(
+            {
+                "OFV (FOCE-I / nlme's)": pd.Series(ofv),
+                "OFV by importance sampling": pd.Series({k: v[0] for k, v in exact.items()}),
+                "its Monte Carlo SE": pd.Series({k: v[1] for k, v in exact.items()}),
+            }
+        ).T
+        print(objectives.to_string(float_format=lambda v: f"{v:.2f}"))
 
 
 def fit_from_estimates(fit, values):
