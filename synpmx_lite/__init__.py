@@ -29,7 +29,13 @@ fisher, fisher_attacks, fisher_bounds, fisher_data
 
 from .cases import ConstructedCases, constructed_warfarin_cases
 from .checks import release_checks
-from .estimation import ERROR_MODELS, PopulationFit, fit_population
+from .estimation import (
+    ERROR_MODELS,
+    FitWarning,
+    PopulationFit,
+    fit_population,
+    importance_sampling_ofv,
+)
 from .fingerprint import (
     ModelFit,
     model_fingerprint,
@@ -103,6 +109,7 @@ __all__ = [
     "ConstructedCases",
     "DpMeanQuery",
     "Fingerprint",
+    "FitWarning",
     "LeftOut",
     "MembershipTables",
     "ModelFit",
@@ -133,6 +140,7 @@ __all__ = [
     "exact_means",
     "fit_population",
     "fold_categories",
+    "importance_sampling_ofv",
     "influence_moves",
     "inversion_sweep",
     "irfil",
