@@ -65,7 +65,9 @@ from .influence import (
     PrivacyReport,
     influence_moves,
     influence_table,
+    pd_influence_moves,
 )
+from .pd import PdFit, fit_pd_endpoint, pd_endpoints, pd_loo_refits
 from .protections import (
     folded_counts,
     identifier_like,
@@ -107,6 +109,9 @@ class ModelFit:
         True for the patients behind the PK fit and covariate summaries.
     pk : PopulationFit
         The population PK fit on the kept patients.
+    pd : dict
+        The population model of each continuous PD endpoint (:class:`synpmx_lite.pd.PdFit`)
+        on the kept patients, by endpoint.
     privacy : PrivacyReport
         Influence readings and the patients left out.
     seed : int
@@ -118,6 +123,7 @@ class ModelFit:
     study: StudyEvents
     kept: np.ndarray
     pk: PopulationFit
+    pd: dict[str, PdFit]
     privacy: PrivacyReport
     seed: int
     min_arm_patients: int
@@ -145,8 +151,9 @@ class ModelFit:
 
     def __str__(self) -> str:
         largest = self.privacy.largest
+        models = "".join(f"\n{model}" for model in self.pd.values())
         return (
-            f"{self.pk}\n{self.n_source} patients, {self.privacy.left_out.patients} left out "
+            f"{self.pk}{models}\n{self.n_source} patients, {self.privacy.left_out.patients} left out "
             f"in {self.privacy.left_out.rounds} round(s); largest move: {largest['estimate']}, "
             f"{largest['largest']:.3g} {largest['scale']} ({largest['verdict']})"
         )
@@ -195,13 +202,16 @@ def synpmx_model_estimate(
     review: float = 15.0,
     fail: float = 30.0,
 ) -> ModelFit:
-    """Fit the population PK model and read each patient's influence, in rounds.
+    """Fit the population PK and PD models and read each patient's influence, in rounds.
 
-    Each round fits the PK model (FOCE-I, :func:`synpmx_lite.estimation.fit_population`) to
-    the patients kept so far and reads how far each moves each released estimate
-    (:func:`synpmx_lite.influence.influence_moves`). With ``drop_influential``, the patients
-    who move any estimate by ``review`` or more are left out of every estimate (PK fit and
-    continuous covariate summaries; they stay in the dosing, visit, arm and category
+    Each round fits the PK model (FOCE-I, :func:`synpmx_lite.estimation.fit_population`) and
+    the model of each continuous PD endpoint (:func:`synpmx_lite.pd.fit_pd_endpoint`) to the
+    patients kept so far, and reads how far each patient moves each released estimate
+    (:func:`synpmx_lite.influence.influence_moves` for the PK model and the covariates,
+    leave-one-out refits and :func:`synpmx_lite.influence.pd_influence_moves` for the PD
+    models, whose shape parameters must also clear the second bar). With
+    ``drop_influential``, the patients who move any estimate by ``review`` or more are left
+    out of every estimate (PK fit, every PD fit and continuous covariate summaries; they stay in the dosing, visit, arm and category
     summaries) and the next round runs; rounds stop when nobody is flagged, or when leaving
     out the newly flagged would take the patients left out past a tenth of the cohort, in
     which case those patients stay in and the checks report their move. Below 10 patients
@@ -255,6 +265,11 @@ def synpmx_model_estimate(
         subset = study.subset(kept)
         pk = fit_population(subset, error=error)
         moves = influence_moves(pk, subset.covariates, continuous, pk_label=study.pk_endpoint)
+        pd_fits = _fit_pd(subset, min_arm_patients)
+        for model in pd_fits.values():
+            refits = pd_loo_refits(model)
+            pd_moves = pd_influence_moves(model, refits, review=review, fail=fail)
+            moves = moves.join(pd_moves).fillna(0.0)
         flagged = moves.index[(moves >= review).any(axis=1).to_numpy()]
         history.append(
             {
@@ -284,11 +299,22 @@ def synpmx_model_estimate(
         study=study,
         kept=kept,
         pk=pk,
+        pd=pd_fits,
         privacy=privacy,
         seed=int(seed),
         min_arm_patients=min_arm_patients,
         min_category_patients=min_category_patients,
     )
+
+
+def _fit_pd(study: StudyEvents, min_patients: int) -> dict[str, PdFit]:
+    """The model of every continuous PD endpoint that at least ``min_patients`` patients have."""
+    fits = {}
+    for endpoint in pd_endpoints(study):
+        rows = study.observations[study.observations["endpoint"].astype(str) == endpoint]
+        if rows["patient"].nunique() >= max(min_patients, 3):
+            fits[endpoint] = fit_pd_endpoint(study, endpoint)
+    return fits
 
 
 # --- The release ------------------------------------------------------------------------------

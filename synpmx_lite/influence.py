@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .estimation import PopulationFit
+from .pd import PD_SHAPES, PdFit
 from .protections import TRIM, trimmed_moments
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "PrivacyReport",
     "influence_moves",
     "influence_table",
+    "pd_influence_moves",
     "verdict",
 ]
 
@@ -132,6 +134,72 @@ def influence_moves(
     return pd.DataFrame(columns, index=pk.eta.index)
 
 
+def pd_influence_moves(
+    fit: PdFit, refits: pd.DataFrame, *, review: float = 15.0, fail: float = 30.0
+) -> pd.DataFrame:
+    r"""How far leaving out each patient moves each released estimate of a PD model.
+
+    Every move is read from the leave-one-out refits (:func:`synpmx_lite.pd.pd_loo_refits`):
+    exact, not approximated from random effects.
+
+    Parameters
+    ----------
+    fit : PdFit
+        The PD fit on every patient.
+    refits : pandas.DataFrame
+        Its leave-one-out refits, one row per patient in the order of ``fit.ids``.
+    review, fail : float, default 15 and 30
+        The bars of protection 6, which set the second bar's scale (below).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per fitted patient (index: source ID), one column per estimate:
+
+        * ``baseline typical value``: the percent change of the baseline;
+        * ``baseline between-subject SD``: the change of the spread relative to the baseline
+          (a CV), in hundredths;
+        * ``<name> shape parameter``: the percent change of the shape parameter, counted only
+          as far as it is also large against the parameter's standard error. With
+          :math:`z_i = |\Delta_i| / \mathrm{SE}_{-i}`, the move read is
+          :math:`\min(100|\Delta_i/\theta|, g(z_i))`, where :math:`g` is piecewise linear with
+          :math:`g(1) = ` ``review``, :math:`g(2) = ` ``fail`` and :math:`g(0) = 0`: it reaches
+          ``review`` only where the change is at least 15 % *and* one SE, and ``fail`` only at
+          30 % and two SEs. :math:`\mathrm{SE}_{-i}` is the jackknife standard error of the
+          refits without each of the *other* patients (the patient's own refit left out of
+          it).
+    """
+    if not isinstance(fit, PdFit):
+        raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
+    if not isinstance(refits, pd.DataFrame) or len(refits) != fit.n_patients:
+        raise ValueError(f"refits must be a DataFrame with one row per patient ({fit.n_patients})")
+    n = fit.n_patients
+    label = fit.endpoint
+    baseline, spread = fit.baseline, fit.baseline_sd
+    loo_baseline = refits["baseline"].to_numpy(float)
+    loo_spread = refits["baseline_sd"].to_numpy(float)
+    columns = {
+        f"{label}: baseline typical value": 100 * np.abs(loo_baseline / baseline - 1),
+        f"{label}: baseline between-subject SD": 100
+        * np.abs(loo_spread / loo_baseline - spread / baseline),
+    }
+    for name in PD_SHAPES[fit.shape]:
+        estimate = fit.parameters[name]
+        values = refits[name].to_numpy(float)
+        change = np.abs(values - estimate)
+        centred = values - values.mean()
+        m = n - 1
+        others_sum = centred.sum() - centred
+        others_squares = (centred**2).sum() - centred**2
+        variance = (m - 1) / m * (others_squares - others_sum**2 / m)
+        se = np.sqrt(np.clip(variance, 0, None))
+        z = np.where(se > 0, change / np.where(se > 0, se, 1.0), np.inf)
+        bar = np.where(z <= 1, review * z, review + (fail - review) * (z - 1))
+        percent = 100 * change / abs(estimate) if estimate != 0 else np.full(n, np.inf)
+        columns[f"{label}: {name} shape parameter"] = np.minimum(percent, bar)
+    return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
 def verdict(move: float, review: float, fail: float) -> str:
     """``"pass"`` below ``review``, ``"FAIL"`` at ``fail`` or more, ``"review"`` between."""
     return _VERDICTS[int(move >= review) + int(move >= fail)]
@@ -150,12 +218,19 @@ def influence_table(
     return pd.DataFrame(
         {
             "estimate": moves.columns,
-            "scale": ["%" if c.endswith("typical value") else "points" for c in moves.columns],
+            "scale": [_scale(c) for c in moves.columns],
             "largest": largest.to_numpy(),
             "shrinkage": shrinkage,
             "verdict": [verdict(v, review, fail) for v in largest],
         }
     )
+
+
+def _scale(estimate: str) -> str:
+    """How a move of ``estimate`` reads: percent, percent capped by the SE bar, or points."""
+    if estimate.endswith("typical value"):
+        return "%"
+    return "% (SE bar)" if estimate.endswith("shape parameter") else "points"
 
 
 @dataclass(frozen=True)

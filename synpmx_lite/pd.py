@@ -1,0 +1,454 @@
+r"""Continuous PD endpoints: one population model per observation type, pooled across cohorts.
+
+The model, for patient :math:`i` and observation :math:`j` of a PD endpoint at time
+:math:`t_{ij}` since the patient's first dose of the period:
+
+.. math::
+
+    y_{ij} = (B + b_i)\, h(t_{ij}; \theta) + \varepsilon_{ij}, \qquad
+    b_i \sim N(0, \omega^2), \quad \varepsilon_{ij} \sim N(0, \sigma^2),
+
+a baseline :math:`B` with between-subject spread :math:`\omega` (in the endpoint's units), a
+shape :math:`h` with :math:`h(0) = 1`, and an additive residual error :math:`\sigma`. Three
+shapes, each nested in the next (:data:`PD_SHAPES`):
+
+* ``slope``: :math:`h = 1 + s t`, a steady relative change per hour;
+* ``plateau``: :math:`h = 1 + P(1 - e^{-k t})`, a relative change approaching the plateau
+  :math:`P` at the rate :math:`k`;
+* ``transient``: :math:`h = 1 + P(1 - e^{-k t}) e^{-r t}`, the same change fading at the
+  recovery rate :math:`r` (warfarin's prothrombin activity falls for two days and returns).
+
+The shape is chosen per endpoint by Akaike's criterion, the OFV plus twice the number of
+estimated parameters, among the fits that converged.
+
+**Objective.** The random effect enters the prediction linearly and the error is additive, so
+FOCE-I's Laplace approximation is exact here: each patient's observations are jointly normal,
+:math:`y_i \sim N(B h_i, \sigma^2 I + \omega^2 h_i h_i^\top)`, and the OFV (minus twice the
+log-likelihood less :math:`N_{obs}\log 2\pi`, on the scale of
+:func:`synpmx_lite.estimation.fit_population`) is in closed form through the matrix
+determinant lemma and the Sherman-Morrison formula. It needs three sums per patient,
+:math:`h^\top h`, :math:`h^\top r` and :math:`r^\top r` with :math:`r = y - B h`.
+
+**Method.** The objective is a sum over patients, so fits differing only in which patients
+count (the leave-one-out refits of protection 6) are rows of one batch with per-patient
+weights. Every fit, from every start, is a damped Newton iteration on the whole batch at once,
+its gradient and Hessian by central differences of the closed-form objective (at most six
+parameters, evaluated for every row and every difference in one array operation). Estimates
+are on an internal scale: the baseline, the rates, :math:`\omega` and :math:`\sigma` on the
+log scale, time divided by the endpoint's last observation time.
+
+The seed's generator describes the PD shapes only as "a slope, or a plateau and a rate"; the
+``transient`` shape is this engine's addition, for endpoints that recover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .study import StudyEvents
+
+__all__ = ["PD_SHAPES", "PdFit", "fit_pd_endpoint", "pd_endpoints", "pd_loo_refits", "pd_response"]
+
+#: The shapes of a PD model and their parameters (slope per hour, plateau as a fraction of the
+#: baseline, rates per hour).
+PD_SHAPES = {
+    "slope": ("slope",),
+    "plateau": ("plateau", "rate"),
+    "transient": ("plateau", "rate", "recovery"),
+}
+
+_STEP = 1e-4  # central differences on the internal scale
+_ITERATIONS = 60
+_GRADIENT_TOLERANCE = 1e-3  # OFV units per internal unit
+_LOG_BOUND = 20.0
+_SPREAD_FLOOR = 1e-3  # omega / baseline below which the spread is not identified
+
+
+def pd_response(shape: str, parameters: dict, time: object) -> np.ndarray:
+    """The relative shape :math:`h(t)` of a PD model (1 at time 0).
+
+    Parameters
+    ----------
+    shape : str
+        A key of :data:`PD_SHAPES`.
+    parameters : dict
+        Its parameters by name (natural scale, rates per hour).
+    time : array_like
+        Hours since the patient's first dose.
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`h` at each time.
+
+    Examples
+    --------
+    >>> pd_response("plateau", {"plateau": -0.5, "rate": 1.0}, [0.0, 100.0]).round(3)
+    array([1. , 0.5])
+    """
+    if shape not in PD_SHAPES:
+        raise ValueError(f"shape must be one of {sorted(PD_SHAPES)}, got {shape!r}")
+    missing = [name for name in PD_SHAPES[shape] if name not in parameters]
+    if missing:
+        raise ValueError(f"parameters lacks {missing} for the {shape} shape")
+    t = np.asarray(time, dtype=float)
+    if shape == "slope":
+        return 1 + parameters["slope"] * t
+    effect = parameters["plateau"] * -np.expm1(-parameters["rate"] * t)
+    if shape == "transient":
+        effect = effect * np.exp(-parameters["recovery"] * t)
+    return 1 + effect
+
+
+def _shape_batch(shape: str, z: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """``h`` ``(B, N)`` at internal times ``tau`` for internal shape parameters ``z`` ``(B, m)``."""
+    if shape == "slope":
+        return 1 + z[:, :1] * tau
+    rate = np.exp(np.clip(z[:, 1:2], -_LOG_BOUND, _LOG_BOUND))
+    effect = z[:, :1] * -np.expm1(-rate * tau)
+    if shape == "transient":
+        effect = effect * np.exp(-np.exp(np.clip(z[:, 2:3], -_LOG_BOUND, _LOG_BOUND)) * tau)
+    return 1 + effect
+
+
+@dataclass(frozen=True)
+class _Data:
+    """One endpoint's observations, flat and patient after patient."""
+
+    y: np.ndarray
+    tau: np.ndarray
+    patient: np.ndarray  # position among the endpoint's patients
+    starts: np.ndarray
+    counts: np.ndarray
+    time_scale: float
+
+    @property
+    def n_patients(self) -> int:
+        return self.starts.size
+
+
+def _per_patient(data: _Data, values: np.ndarray) -> np.ndarray:
+    return np.add.reduceat(values, data.starts, axis=-1)
+
+
+def _ofv_terms(shape: str, data: _Data, x: np.ndarray) -> np.ndarray:
+    """Each patient's OFV term ``(B, n)`` at internal points ``x`` ``(B, k)``."""
+    x = np.clip(x, -1e6, 1e6)
+    baseline = np.exp(np.clip(x[:, :1], -_LOG_BOUND, _LOG_BOUND))
+    h = _shape_batch(shape, x[:, 1:-2], data.tau)
+    omega2 = np.exp(2 * np.clip(x[:, -2:-1], -_LOG_BOUND, _LOG_BOUND))
+    sigma2 = np.exp(2 * np.clip(x[:, -1:], -_LOG_BOUND, _LOG_BOUND))
+    r = data.y - baseline * h
+    hh = _per_patient(data, h * h)
+    hr = _per_patient(data, h * r)
+    rr = _per_patient(data, r * r)
+    ratio = omega2 / sigma2
+    lift = 1 + ratio * hh
+    return data.counts * np.log(sigma2) + np.log(lift) + (rr - ratio * hr**2 / lift) / sigma2
+
+
+def _objective(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        total = (_ofv_terms(shape, data, x) * weights).sum(axis=-1)
+    return np.where(np.isfinite(total), total, np.inf)
+
+
+def _differences(k: int) -> np.ndarray:
+    """The offsets ``(D, k)`` of the central differences for a gradient and a Hessian."""
+    eye = np.eye(k)
+    offsets = [np.zeros(k)] + [s * eye[a] for a in range(k) for s in (1, -1)]
+    for a in range(k):
+        for b in range(a + 1, k):
+            offsets += [sa * eye[a] + sb * eye[b] for sa in (1, -1) for sb in (1, -1)]
+    return _STEP * np.array(offsets)
+
+
+def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tuple:
+    """Damped Newton on a batch of fits ``x`` ``(B, k)``: optima, OFVs, gradient norms."""
+    batch, k = x.shape
+    offsets = _differences(k)
+    damping = np.full(batch, 1e-3)
+    weights_all = np.repeat(weights, len(offsets), axis=0)
+    value = _objective(shape, data, x, weights)
+    gradient = np.zeros((batch, k))
+    for _ in range(_ITERATIONS):
+        points = (x[:, None, :] + offsets[None]).reshape(-1, k)
+        f = _objective(shape, data, points, weights_all).reshape(batch, -1)
+        centre, f = f[:, 0], f[:, 1:]
+        plus, minus = f[:, 0 : 2 * k : 2], f[:, 1 : 2 * k : 2]
+        gradient = (plus - minus) / (2 * _STEP)
+        hessian = np.zeros((batch, k, k))
+        diagonal = (plus - 2 * centre[:, None] + minus) / _STEP**2
+        hessian[:, np.arange(k), np.arange(k)] = diagonal
+        corners = f[:, 2 * k :].reshape(batch, -1, 4)
+        pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+        for index, (a, b) in enumerate(pairs):
+            pp, pm, mp, mm = corners[:, index].T
+            hessian[:, a, b] = hessian[:, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
+        finite = np.isfinite(gradient).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
+        converged = finite & (np.abs(gradient).max(axis=1) < _GRADIENT_TOLERANCE)
+        if converged.all():
+            break
+        gradient = np.where(finite[:, None], gradient, 0.0)
+        hessian = np.where(finite[:, None, None], hessian, np.eye(k))
+        # Levenberg-Marquardt: a step on H + lambda (|diag H| + 1) I, lambda adapted per row.
+        improved = np.zeros(batch, dtype=bool)
+        for _ in range(12):
+            scaled = hessian + damping[:, None, None] * (
+                np.abs(diagonal)[:, :, None] * np.eye(k) + np.eye(k)
+            )
+            try:
+                step = -np.linalg.solve(scaled, gradient[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                step = -gradient
+            step = step / np.maximum(np.abs(step).max(axis=1, keepdims=True), 1.0)
+            trial = x + step
+            trial_value = _objective(shape, data, trial, weights)
+            better = (trial_value <= value) & ~converged & ~improved
+            x = np.where(better[:, None], trial, x)
+            value = np.where(better, trial_value, value)
+            damping = np.where(better, np.maximum(damping / 5, 1e-9), damping)
+            improved |= better
+            pending = ~improved & ~converged
+            if not pending.any():
+                break
+            damping = np.where(pending, damping * 10, damping)
+    return x, value, np.abs(gradient).max(axis=1)
+
+
+@dataclass(frozen=True)
+class PdFit:
+    """A fitted population model of one continuous PD endpoint.
+
+    Attributes
+    ----------
+    endpoint : str
+        The observation type.
+    shape : str
+        The chosen shape (a key of :data:`PD_SHAPES`).
+    baseline, baseline_sd : float
+        Typical baseline and its between-subject SD (endpoint units).
+    parameters : dict
+        The shape's parameters (natural scale, rates per hour).
+    residual : float
+        Additive residual SD.
+    ofv : float
+        Objective function value (-2 log-likelihood less :math:`N_{obs}\\log 2\\pi`).
+    converged : bool
+        Whether the gradient vanished at the optimum and the spread was identified.
+    n_patients, n_observations : int
+        Patients and observations fitted.
+    candidates : pandas.DataFrame
+        Every shape tried: its OFV, parameters counted, AIC and convergence.
+    ids : numpy.ndarray
+        Source IDs of the fitted patients, in order (stays in the secure environment).
+    """
+
+    endpoint: str
+    shape: str
+    baseline: float
+    baseline_sd: float
+    parameters: dict
+    residual: float
+    ofv: float
+    converged: bool
+    n_patients: int
+    n_observations: int
+    candidates: pd.DataFrame
+    ids: np.ndarray
+    x: np.ndarray
+    data: _Data
+
+    def estimates(self) -> dict:
+        """Every released estimate by name: baseline, baseline_sd, shape parameters, residual."""
+        return {
+            "baseline": self.baseline,
+            "baseline_sd": self.baseline_sd,
+            **self.parameters,
+            "residual": self.residual,
+        }
+
+    def __str__(self) -> str:
+        shape = ", ".join(f"{k} {v:.3g}" for k, v in self.parameters.items())
+        return (
+            f"PD {self.endpoint}: {self.shape} shape; baseline {self.baseline:.3g} "
+            f"(between-subject SD {self.baseline_sd:.3g}), {shape}, residual SD "
+            f"{self.residual:.3g}; OFV {self.ofv:.2f} "
+            f"({'converged' if self.converged else 'NOT converged'})"
+        )
+
+
+def pd_endpoints(study: StudyEvents) -> list[str]:
+    """The continuous PD endpoints of a study: every endpoint but the PK one, sorted."""
+    endpoints = sorted(map(str, study.observations["endpoint"].unique()))
+    return [e for e in endpoints if e != study.pk_endpoint]
+
+
+def _endpoint_data(study: StudyEvents, endpoint: str) -> tuple[_Data, np.ndarray]:
+    rows = study.observations[study.observations["endpoint"].astype(str) == endpoint]
+    first = study.doses.groupby(["patient", "period"])["time"].min()
+    key = pd.MultiIndex.from_arrays([rows["patient"], rows["period"]])
+    since = rows["time"].to_numpy(float) - first.reindex(key).to_numpy()
+    rows = rows.assign(since=since).sort_values(["patient", "since"], kind="stable")
+    patients, position = np.unique(rows["patient"].to_numpy(), return_inverse=True)
+    scale = float(rows["since"].max()) or 1.0
+    counts = np.bincount(position)
+    data = _Data(
+        y=rows["dv"].to_numpy(float),
+        tau=rows["since"].to_numpy(float) / scale,
+        patient=position,
+        starts=np.r_[0, np.cumsum(counts)[:-1]],
+        counts=counts.astype(float),
+        time_scale=scale,
+    )
+    return data, patients
+
+
+def _natural(shape: str, x: np.ndarray, scale: float) -> dict:
+    """Internal point ``(..., k)`` -> natural estimates by name (arrays over the batch)."""
+    names = PD_SHAPES[shape]
+    out = {"baseline": np.exp(x[..., 0]), "baseline_sd": np.exp(x[..., -2])}
+    z = x[..., 1:-2]
+    if shape == "slope":
+        out["slope"] = z[..., 0] / scale
+    else:
+        out["plateau"] = z[..., 0]
+        out["rate"] = np.exp(z[..., 1]) / scale
+        if shape == "transient":
+            out["recovery"] = np.exp(z[..., 2]) / scale
+    out["residual"] = np.exp(x[..., -1])
+    return {k: out[k] for k in ("baseline", "baseline_sd", *names, "residual")}
+
+
+def _starts(shape: str, data: _Data) -> np.ndarray:
+    first = data.y[data.starts]
+    baseline = float(np.median(first)) if np.median(first) > 0 else float(np.abs(data.y).mean())
+    spread = max(float(np.std(first)), 0.05 * baseline)
+    relative = data.y / baseline - 1
+    noise = max(float(np.std(data.y)) * 0.3, 1e-3 * baseline)
+    head = [np.log(baseline)]
+    tail = [np.log(spread), np.log(noise)]
+    starts = []
+    if shape == "slope":
+        slope = float(relative @ data.tau / max(data.tau @ data.tau, 1e-12))
+        starts.append([*head, slope, *tail])
+    else:
+        recoveries = [None] if shape == "plateau" else [0.3, 1.0, 3.0]
+        for rate in (1.0, 5.0, 20.0, 80.0):
+            for recovery in recoveries:
+                g = -np.expm1(-rate * data.tau)
+                if recovery is not None:
+                    g = g * np.exp(-recovery * data.tau)
+                plateau = float(relative @ g / max(g @ g, 1e-12))
+                z = [plateau, np.log(rate)] + ([] if recovery is None else [np.log(recovery)])
+                starts.append([*head, *z, *tail])
+    return np.array(starts)
+
+
+def fit_pd_endpoint(
+    study: StudyEvents, endpoint: str, *, shapes: tuple[str, ...] | None = None
+) -> PdFit:
+    """Fit the population model of one continuous PD endpoint, choosing its shape by AIC.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The study (patients without this endpoint's observations are not fitted).
+    endpoint : str
+        The endpoint (a value of the study's ``dvid`` column).
+    shapes : tuple of str, optional
+        The shapes to choose among (keys of :data:`PD_SHAPES`); default all.
+
+    Returns
+    -------
+    PdFit
+        The fit of the shape with the lowest AIC among those that converged (the lowest AIC
+        of all where none did).
+
+    Raises
+    ------
+    ValueError
+        An unknown endpoint or shape, or fewer than three patients with observations.
+    """
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if endpoint not in pd_endpoints(study):
+        raise ValueError(f"endpoint must be one of the PD endpoints {pd_endpoints(study)}")
+    shapes = tuple(PD_SHAPES) if shapes is None else tuple(shapes)
+    unknown = [s for s in shapes if s not in PD_SHAPES]
+    if not shapes or unknown:
+        raise ValueError(f"shapes must be among {sorted(PD_SHAPES)}, got {shapes!r}")
+    data, patients = _endpoint_data(study, endpoint)
+    if data.n_patients < 3:
+        raise ValueError(f"endpoint {endpoint!r} has {data.n_patients} patients; at least 3")
+    weights = np.ones((1, data.n_patients))
+    rows, fits = [], {}
+    for shape in shapes:
+        starts = _starts(shape, data)
+        x, value, gradient = _newton(shape, data, starts, np.repeat(weights, len(starts), 0))
+        best = int(np.argmin(value))
+        estimates = _natural(shape, x[best], data.time_scale)
+        identified = estimates["baseline_sd"] > _SPREAD_FLOOR * estimates["baseline"]
+        converged = bool(np.isfinite(value[best]) and gradient[best] < _GRADIENT_TOLERANCE)
+        converged = converged and bool(identified)
+        k = x.shape[1]
+        fits[shape] = (x[best], float(value[best]), converged)
+        rows.append(
+            {
+                "shape": shape,
+                "parameters": k,
+                "ofv": float(value[best]),
+                "aic": float(value[best]) + 2 * k,
+                "converged": converged,
+            }
+        )
+    candidates = pd.DataFrame(rows)
+    pool = candidates[candidates["converged"]] if candidates["converged"].any() else candidates
+    shape = str(pool.loc[pool["aic"].idxmin(), "shape"])
+    x, ofv, converged = fits[shape]
+    estimates = {k: float(v) for k, v in _natural(shape, x, data.time_scale).items()}
+    return PdFit(
+        endpoint=endpoint,
+        shape=shape,
+        baseline=estimates["baseline"],
+        baseline_sd=estimates["baseline_sd"],
+        parameters={name: estimates[name] for name in PD_SHAPES[shape]},
+        residual=estimates["residual"],
+        ofv=ofv,
+        converged=converged,
+        n_patients=data.n_patients,
+        n_observations=data.y.size,
+        candidates=candidates,
+        ids=study.ids[patients],
+        x=x,
+        data=data,
+    )
+
+
+def pd_loo_refits(fit: PdFit) -> pd.DataFrame:
+    """Refit a PD model with each patient left out, all patients in one batch.
+
+    Parameters
+    ----------
+    fit : PdFit
+        The fit on every patient.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per patient left out (index: source ID), one column per estimate
+        (:meth:`PdFit.estimates`), natural scale; a column ``converged``.
+    """
+    if not isinstance(fit, PdFit):
+        raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
+    n = fit.n_patients
+    weights = 1.0 - np.eye(n)
+    x, value, gradient = _newton(fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights)
+    table = pd.DataFrame(
+        _natural(fit.shape, x, fit.data.time_scale), index=pd.Index(fit.ids, name="id")
+    )
+    table["converged"] = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE)
+    return table
