@@ -49,6 +49,7 @@ import pandas as pd
 from ._validation import check_count
 from .estimation import ERROR_MODELS, PopulationFit
 from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
+from .pd import PD_SHAPES, PdFit
 from .protections import TRIM
 from .release import (
     FINGERPRINT_FIELDS,
@@ -86,7 +87,9 @@ _VOCABULARY_KEYS = {
     "dose": ("period", "index", "time", "amount", "duration"),
     "endpoint": ("attendance", "visits", "loq"),
     "checks": ("P4", "P5"),
+    "pd": ("shape", "baseline", "baseline_sd", "parameters", "residual"),
 }
+_PD_PARAMETERS = tuple(dict.fromkeys(name for names in PD_SHAPES.values() for name in names))
 
 
 # --- Reading the inputs -----------------------------------------------------------------------
@@ -189,6 +192,12 @@ class _Source:
         positive = rows.assign(value=values)[values > 0]
         return positive.groupby("patient")["value"].min()
 
+    def first_values(self, endpoint: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each patient's first observation of an endpoint (their baseline), and the patient."""
+        rows = self.endpoint_rows(endpoint).sort_values(["patient", "period", "time"])
+        first = rows.groupby("patient")["dv"].first()
+        return first.to_numpy(float), first.index.to_numpy()
+
     def visit_times(self, endpoint: str) -> tuple[np.ndarray, np.ndarray]:
         rows = self.endpoint_rows(endpoint)
         times, owners = [rows["time"].to_numpy(float)], [rows["patient"].to_numpy()]
@@ -263,9 +272,14 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
                 "residual": ("additive", "proportional"),
                 "covariates": roles.covariates,
                 "categories": roles.covariates,
+                "pd": tuple(source.shared_endpoints),
                 "endpoints": tuple(source.shared_endpoints),
                 "checks": _VOCABULARY_KEYS["checks"],
             }.get(head, ())
+        if head == "pd" and depth == 3:
+            return label in _VOCABULARY_KEYS["pd"]
+        if head == "pd" and depth == 4:
+            return path[2] == "parameters" and label in _PD_PARAMETERS
         if head == "covariates" and depth == 3:
             return label in _VOCABULARY_KEYS["summary"]
         if head == "endpoints" and depth == 3:
@@ -283,6 +297,8 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
         return label in source.shared_endpoints
     if head == "checks" and depth == 2:
         return label in VERDICTS
+    if head == "pd" and depth == 3 and path[2] == "shape":
+        return label in PD_SHAPES
     if head == "arms" and depth == 3 and path[2] == "arm":
         return label == arm_label(path[1])
     if head == "categories" and depth == 4 and path[3] == 0:
@@ -336,6 +352,15 @@ def _p3(released: dict, source: _Source) -> list[str]:
     for field in ("typical", "omega", "residual"):
         for name, value in _mapping(released.get(field)).items():
             figures(value, _FIGURES["estimate"], f"{field} {name}")
+
+    for name, model in _mapping(released.get("pd")).items():
+        model = _mapping(model)
+        numbers_ = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
+        numbers_.update({k: v for k, v in _mapping(model.get("parameters")).items()})
+        for key, value in numbers_.items():
+            figures(value, _FIGURES["estimate"], f"PD {name} {key}")
+        values, owners = source.first_values(str(name))
+        single(model.get("baseline"), values, owners, f"PD {name} baseline", 1)
 
     kept = int(source.kept.sum())
     core = kept - 2 * max(1, math.ceil(TRIM * kept))
@@ -517,7 +542,7 @@ def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> 
 
 
 def _p5(
-    released: dict, source: _Source, pk: PopulationFit, privacy: PrivacyReport
+    released: dict, source: _Source, pk: PopulationFit, pd_fits: dict, privacy: PrivacyReport
 ) -> tuple[str, str, list[str]]:
     # Only the estimates the release holds: a withheld covariate summary moves nothing released.
     endpoint = source.study.pk_endpoint
@@ -525,11 +550,17 @@ def _p5(
     shown += [f"{endpoint}: {name} between-subject SD" for name in _mapping(released.get("omega"))]
     for name in _mapping(released.get("covariates")):
         shown += [f"{name} mean on the log scale", f"{name} SD on the log scale"]
+    for name, model in _mapping(released.get("pd")).items():
+        shown += [f"{name}: baseline typical value", f"{name}: baseline between-subject SD"]
+        parameters = _mapping(_mapping(model).get("parameters"))
+        shown += [f"{name}: {parameter} shape parameter" for parameter in parameters]
     moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
     largest = moves.max(axis=0)
     estimate = largest.idxmax()
     value = float(largest.max())
     scale = "%" if estimate.endswith("typical value") else "points"
+    if estimate.endswith("shape parameter"):
+        scale = "% (SE bar)"
     result = f"largest: {estimate}, {value:.3g} {scale}"
     if privacy.left_out.patients:
         result += f"; {privacy.left_out.patients} left out"
@@ -550,6 +581,27 @@ def _p5(
                     f"released {field} {name} {shown[name]:g} is not the estimate whose "
                     f"influence was read ({expected:g})"
                 )
+    for name, model in _mapping(released.get("pd")).items():
+        model = _mapping(model)
+        fitted_pd = pd_fits.get(name)
+        if fitted_pd is None:
+            problems.append(f"released PD model {name} is not a model whose influence was read")
+            continue
+        if model.get("shape") != fitted_pd.shape:
+            problems.append(
+                f"released PD {name} shape {model.get('shape')!r} is not the fitted "
+                f"{fitted_pd.shape!r}"
+            )
+            continue
+        shown = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
+        shown.update(_mapping(model.get("parameters")))
+        for key, number in fitted_pd.estimates().items():
+            expected = float(round_significant(float(number), _FIGURES["estimate"]))
+            if _number(shown.get(key)) and not math.isclose(shown[key], expected, rel_tol=1e-9):
+                problems.append(
+                    f"released PD {name} {key} {shown[key]:g} is not the estimate whose "
+                    f"influence was read ({expected:g})"
+                )
     return verdict(value, privacy.review, privacy.fail), result, problems
 
 
@@ -562,6 +614,7 @@ def release_checks(
     *,
     pk: PopulationFit,
     privacy: PrivacyReport,
+    pd_fits: dict | None = None,
     min_arm_patients: int = 3,
     min_category_patients: int = 3,
     claims: bool = True,
@@ -579,6 +632,9 @@ def release_checks(
         The PK fit whose influence was read (the kept patients' fit).
     privacy : PrivacyReport
         The influence readings and the patients left out.
+    pd_fits : dict, optional
+        The PD fits whose influence was read, by endpoint (:class:`synpmx_lite.pd.PdFit`);
+        a release holding a PD model not among them fails P5.
     min_arm_patients, min_category_patients : int, default 3
         The thresholds of protection 3 the release was built with; the checks apply each, or
         :data:`SMALLEST_THRESHOLD` where it is lower.
@@ -610,6 +666,9 @@ def release_checks(
         raise TypeError(f"privacy must be a PrivacyReport, got {type(privacy).__name__}")
     if not isinstance(claims, bool):
         raise TypeError(f"claims must be a bool, got {claims!r}")
+    pd_fits = {} if pd_fits is None else pd_fits
+    if not isinstance(pd_fits, dict) or not all(isinstance(m, PdFit) for m in pd_fits.values()):
+        raise TypeError("pd_fits must be a dict of PdFit by endpoint")
     min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
     min_category_patients = check_count(min_category_patients, "min_category_patients")
     source = _Source(
@@ -619,7 +678,7 @@ def release_checks(
         privacy.left_out.ids,
     )
     p4_problems, smallest = _p4(parsed, source)
-    p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, privacy)
+    p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
     p4_verdict = "FAIL" if p4_problems else "pass"
     if claims:
         stated = _mapping(parsed.get("checks"))

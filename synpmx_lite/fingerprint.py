@@ -473,6 +473,21 @@ def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, f
     return continuous, categories, reference
 
 
+def _pd_release(fit: ModelFit, endpoints: dict) -> dict:
+    """Each PD model of a released endpoint, every estimate at one significant figure."""
+    return {
+        name: {
+            "shape": model.shape,
+            "baseline": _round(model.baseline, 1),
+            "baseline_sd": _round(model.baseline_sd, 1),
+            "parameters": {k: _round(v, 1) for k, v in model.parameters.items()},
+            "residual": _round(model.residual, 1),
+        }
+        for name, model in fit.pd.items()
+        if name in endpoints
+    }
+
+
 def _plain(level: object) -> object:
     """A level as a JSON-native value (numpy scalars become Python ones)."""
     return level.item() if isinstance(level, np.generic) else level
@@ -509,6 +524,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     cohort = np.flatnonzero(fit.study.arms.isin(arms).to_numpy())
     pk = fit.pk
     continuous, categories, reference = _covariate_release(fit, cohort)
+    endpoints = _endpoint_release(fit, cohort)
     draft = Fingerprint(
         cohort_size=int(cohort.size),
         model=dataclasses.asdict(pk.model),
@@ -518,12 +534,13 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         typical={k: _round(v, 1) for k, v in pk.typical.items()},
         omega={k: _round(v, 1) for k, v in pk.omega.items()},
         residual={k: _round(v, 1) for k, v in pk.residual.items()},
+        pd=_pd_release(fit, endpoints),
         covariates=continuous,
         categories=categories,
         reference_weight=reference,
         arms=_arm_release(fit, arms),
         dose_change_rate=_dose_change(fit, cohort),
-        endpoints=_endpoint_release(fit, cohort),
+        endpoints=endpoints,
         checks={"P4": "pass", "P5": "pass"},
     )
     verdicts = _checks(fit, draft, claims=False).set_index("check")["verdict"]
@@ -538,6 +555,7 @@ def _checks(fit: ModelFit, released: Fingerprint | str, *, claims: bool) -> pd.D
         released,
         fit.study,
         pk=fit.pk,
+        pd_fits=fit.pd,
         privacy=fit.privacy,
         min_arm_patients=fit.min_arm_patients,
         min_category_patients=fit.min_category_patients,

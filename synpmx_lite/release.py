@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from .estimation import ERROR_MODELS
+from .pd import PD_SHAPES
 from .pk import PkModel
 
 __all__ = [
@@ -43,6 +44,7 @@ FINGERPRINT_FIELDS = (
     "typical",
     "omega",
     "residual",
+    "pd",
     "covariates",
     "categories",
     "reference_weight",
@@ -60,6 +62,7 @@ _ARM_KEYS = ("arm", "patients", "doses")
 _DOSE_KEYS = ("period", "index", "time", "amount", "duration")
 _ENDPOINT_KEYS = ("attendance", "visits", "loq")
 _CHECK_KEYS = ("P4", "P5")
+_PD_KEYS = ("shape", "baseline", "baseline_sd", "parameters", "residual")
 _SYNTHETIC_PREFIX = "syn-"
 _ARM_PATTERN = re.compile(r"arm \d+")
 
@@ -179,6 +182,10 @@ class _Schema:
         return self.keys(value, path, tuple(value) if isinstance(value, dict) else ())
 
 
+def _mapping_keys(value: object) -> list:
+    return list(value) if isinstance(value, dict) else []
+
+
 def _model_parameters(model: object) -> tuple | None:
     try:
         return PkModel(**model).parameters
@@ -245,6 +252,27 @@ def _schema(released: object) -> _Schema:
         error = released.get("error")
         names = ERROR_MODELS.get(error) if isinstance(error, str) else None
         schema.estimates(released["residual"], "residual", names, positive=True)
+    if "pd" in released and schema.names(released["pd"], "pd"):
+        for name, model in released["pd"].items():
+            path = f"pd.{name}"
+            if not schema.keys(model, path, _PD_KEYS):
+                continue
+            schema.text(model.get("shape"), f"{path}.shape", tuple(PD_SHAPES))
+            schema.number(model.get("baseline"), f"{path}.baseline", open_low=True)
+            schema.number(model.get("baseline_sd"), f"{path}.baseline_sd")
+            schema.number(model.get("residual"), f"{path}.residual", open_low=True)
+            names = PD_SHAPES.get(model.get("shape")) if isinstance(model.get("shape"), str) else None
+            parameters = model.get("parameters")
+            allowed = names if names is not None else tuple(_mapping_keys(parameters))
+            if schema.keys(parameters, f"{path}.parameters", allowed):
+                for key, number in parameters.items():
+                    low = -math.inf if key in ("slope", "plateau") else 0.0
+                    schema.number(number, f"{path}.parameters.{key}", low=low, open_low=True)
+            endpoints = released.get("endpoints")
+            if isinstance(endpoints, dict) and name not in endpoints:
+                schema.value_problems.append(f"{path} is not one of the endpoints")
+            if name == released.get("pk_endpoint"):
+                schema.value_problems.append(f"{path} is the PK endpoint")
     if "covariates" in released and schema.names(released["covariates"], "covariates"):
         for name, summary in released["covariates"].items():
             path = f"covariates.{name}"
@@ -333,6 +361,10 @@ class Fingerprint:
     typical, omega, residual : dict
         Typical values, between-subject variances and residual errors, at one significant
         figure.
+    pd : dict
+        Per continuous PD endpoint: ``shape`` (a key of :data:`synpmx_lite.pd.PD_SHAPES`),
+        ``baseline``, ``baseline_sd`` (between-subject SD, endpoint units), ``parameters``
+        (the shape's, by name) and ``residual`` (additive SD), each at one significant figure.
     covariates : dict
         Per continuous covariate, ``geometric_mean`` (the exponential of the trimmed mean of
         the logs) and ``sdlog`` (the trimmed SD of the logs), at two figures.
@@ -363,6 +395,7 @@ class Fingerprint:
     typical: dict
     omega: dict
     residual: dict
+    pd: dict
     covariates: dict
     categories: dict
     reference_weight: float | None
@@ -425,6 +458,13 @@ class Fingerprint:
             f"  between-subject variances: {line(self.omega)}",
             f"  residual error: {line(self.residual)}",
         ]
+        for name, model in self.pd.items():
+            shape = ", ".join(f"{k} {v:g}" for k, v in model["parameters"].items())
+            lines.append(
+                f"PD ({name}): {model['shape']} shape; baseline {model['baseline']:g}, "
+                f"between-subject SD {model['baseline_sd']:g}; {shape}; residual SD "
+                f"{model['residual']:g}"
+            )
         for name, summary in self.covariates.items():
             lines.append(
                 f"covariate {name}: geometric mean {summary['geometric_mean']:g}, "
