@@ -16,14 +16,17 @@ fingerprint does not. Each synthetic patient gets:
   ``typical * exp(eta)``, and concentrations of the released model at the released visits;
 * missed visits: each visit after a dose of its period attended with the endpoint's
   attendance rate (at least one kept);
-* residual error of the released model; a value below the released LOQ is reported as 0.
+* residual error of the released model; a value below the released LOQ is reported as 0;
+* for each released PD model, observations at that endpoint's released visits (attended with
+  its attendance rate, as the PK visits): a baseline drawn around the released one with the
+  released between-subject SD, times the released shape at the time since the patient's
+  first dose of the period, plus additive residual error.
 
 Random numbers are drawn in a fixed order that depends on the fingerprint's content alone
 (covariates by name), not on the order its fields were written or read in, so a fingerprint
 and the one read back from its JSON give the same data for the same seed.
 
-Only the PK endpoint is simulated; other endpoints (such as warfarin's PCA) are outside this
-engine.
+Endpoints with neither a PK nor a PD model are not simulated.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pandas as pd
 
 from ._validation import check_rng
 from .fingerprint import ModelFit, model_fingerprint
+from .pd import pd_response
 from .pk import predict_concentrations
 from .release import Fingerprint, synthetic_id
 from .rounding import round_significant
@@ -86,6 +90,59 @@ def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Gen
     return time, amount, duration, period.astype(int)
 
 
+def _attendance(dosed: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Visits attended: each open visit with probability ``rate``, at least one per patient."""
+    n = dosed.shape[0]
+    draws = rng.random((2, *dosed.shape))
+    attended = dosed & (draws[0] < rate)
+    # A patient who missed every visit keeps one of those open to them, drawn at random.
+    first = np.argmax(np.where(dosed, draws[1], -1.0), axis=1)
+    attended[np.arange(n), first] |= ~attended.any(axis=1)
+    return attended
+
+
+def _pd_observations(
+    name: str,
+    model: dict,
+    fingerprint: Fingerprint,
+    ids: np.ndarray,
+    dose_time: np.ndarray,
+    dose_amount: np.ndarray,
+    dose_period: np.ndarray,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Synthetic observations of one PD endpoint at its released visits."""
+    n = ids.size
+    endpoint = fingerprint.endpoints[name]
+    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
+    if not len(visits):
+        return pd.DataFrame()
+    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
+    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
+    in_period = (dose_period[:, :, None] == periods[:, None, :]) & (dose_amount[:, :, None] > 0)
+    first_dose = np.where(in_period, dose_time[:, :, None], np.inf).min(axis=1)
+    dosed = np.isfinite(first_dose) & (first_dose <= times)
+    attended = _attendance(dosed, endpoint["attendance"], rng)
+    baseline = model["baseline"] + model["baseline_sd"] * rng.standard_normal((n, 1))
+    since = np.where(dosed, times - np.where(dosed, first_dose, 0.0), 0.0)
+    values = baseline * pd_response(model["shape"], model["parameters"], since)
+    values = values + model["residual"] * rng.standard_normal(values.shape)
+    patient, visit = np.nonzero(attended)
+    return pd.DataFrame(
+        {
+            "id": ids[patient],
+            "period": periods[patient, visit],
+            "time": times[patient, visit],
+            "amt": 0.0,
+            "dv": values[patient, visit],
+            "evid": 0,
+            "rate": 0.0,
+            "patient": patient,
+            "dvid": name,
+        }
+    )
+
+
 def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -> pd.DataFrame:
     """Simulate a synthetic study from a fingerprint alone.
 
@@ -101,7 +158,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     -------
     pandas.DataFrame
         An event table of ``cohort_size`` synthetic patients, one row per dose (``evid`` 1)
-        and per PK observation (``evid`` 0), with covariates. For a fit the columns carry
+        and per PK or PD observation (``evid`` 0, endpoint in ``dvid``), with covariates. For a fit the columns carry
         the source's names, so that ``prepare_study(synthetic, fit.roles)`` reads it.
     """
     if isinstance(fit, ModelFit):
@@ -136,11 +193,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         & (dose_amount[:, :, None] > 0)
         & (dose_time[:, :, None] <= times[:, None, :])
     ).any(axis=1)
-    draws = rng.random((2, n, len(visits)))
-    attended = dosed & (draws[0] < endpoint["attendance"])
-    # A patient who missed every visit keeps one of those open to them, drawn at random.
-    first = np.argmax(np.where(dosed, draws[1], -1.0), axis=1)
-    attended[np.arange(n), first] |= ~attended.any(axis=1)
+    attended = _attendance(dosed, endpoint["attendance"], rng)
     f = predict_concentrations(
         model,
         theta,
@@ -167,6 +220,10 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     given_duration = dose_duration[given]
     patient_dose, _ = np.nonzero(given)
     patient_obs, visit = np.nonzero(attended)
+    pd_rows = [
+        _pd_observations(name, model, fingerprint, ids, dose_time, dose_amount, dose_period, rng)
+        for name, model in sorted(fingerprint.pd.items())
+    ]
     doses = pd.DataFrame(
         {
             "id": ids[patient_dose],
@@ -189,13 +246,16 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
             "evid": 0,
             "rate": 0.0,
             "patient": patient_obs,
+            "dvid": fingerprint.pk_endpoint,
         }
     )
-    table = pd.concat([doses, observations], ignore_index=True)
-    table = table.sort_values(["patient", "period", "time", "evid"], ascending=[1, 1, 1, 0])
+    doses["dvid"] = fingerprint.pk_endpoint
+    table = pd.concat([doses, observations, *pd_rows], ignore_index=True)
+    table = table.sort_values(
+        ["patient", "period", "time", "evid", "dvid"], ascending=[1, 1, 1, 0, 1], kind="stable"
+    )
     table["mdv"] = table["evid"]
     table["nominal_time"] = table["time"]
-    table["dvid"] = fingerprint.pk_endpoint
     table["arm"] = arm_labels[table["patient"].to_numpy()]
     for name, values in covariates.items():
         table[name] = values[table["patient"].to_numpy()]
