@@ -20,7 +20,7 @@ __all__ = ["ConstructedCases", "constructed_warfarin_cases"]
 
 @dataclass(frozen=True)
 class ConstructedCases:
-    """Warfarin, and two copies of it with patients changed.
+    """Warfarin, and three copies of it with patients changed.
 
     Attributes
     ----------
@@ -32,20 +32,25 @@ class ConstructedCases:
     extreme : pandas.DataFrame
         The third patient's weight set to ``weight``, the eighth patient's age to ``age``, and
         the twelfth patient's sex to ``level``, a level no other patient holds.
+    pd_misrecorded : pandas.DataFrame
+        The sixth patient's prothrombin complex activity (``pca``) after the dose multiplied
+        by ``pd_factor``: a patient whose PD data moves the PD model's shape parameters.
     roles : PmxRoles
-        The roles of all three.
-    misdosed_id, heavy_id, old_id, lone_level_id : object
+        The roles of all four.
+    misdosed_id, heavy_id, old_id, lone_level_id, pd_misrecorded_id : object
         The source IDs of the changed patients.
     """
 
     source: pd.DataFrame
     misdosed: pd.DataFrame
     extreme: pd.DataFrame
+    pd_misrecorded: pd.DataFrame
     roles: PmxRoles
     misdosed_id: object
     heavy_id: object
     old_id: object
     lone_level_id: object
+    pd_misrecorded_id: object
 
 
 def constructed_warfarin_cases(
@@ -54,6 +59,7 @@ def constructed_warfarin_cases(
     weight: float = 250.0,
     age: float = 95.0,
     level: str = "not recorded",
+    pd_factor: float = 3.0,
 ) -> ConstructedCases:
     """Build the constructed warfarin cases.
 
@@ -67,22 +73,26 @@ def constructed_warfarin_cases(
         The old patient's age in years (positive).
     level : str, default "not recorded"
         The sex level that only one patient holds; must not be a level already present.
+    pd_factor : float, default 3
+        What the PD-misrecorded patient's post-dose ``pca`` values are multiplied by
+        (positive).
 
     Returns
     -------
     ConstructedCases
-        The source data, the two changed copies, their roles and the changed patients' IDs.
+        The source data, the three changed copies, their roles and the changed patients' IDs.
     """
     factor = check_real(factor, "factor", low=0, low_open=True)
     weight = check_real(weight, "weight", low=0, low_open=True)
     age = check_real(age, "age", low=0, low_open=True)
+    pd_factor = check_real(pd_factor, "pd_factor", low=0, low_open=True)
     source, roles = load_dataset("warfarin")
     if not isinstance(level, str):
         raise TypeError(f"level must be a string, got {level!r}")
     if level in set(source["sex"]):
         raise ValueError(f"level must be a sex level no patient holds, got {level!r}")
     patients = np.sort(source[roles.id].unique())
-    misdosed_id, heavy_id, old_id, lone_level_id = patients[[4, 2, 7, 11]]
+    misdosed_id, heavy_id, old_id, lone_level_id, pd_misrecorded_id = patients[[4, 2, 7, 11, 5]]
 
     misdosed = source.copy()
     concentrations = (
@@ -96,13 +106,23 @@ def constructed_warfarin_cases(
     extreme.loc[extreme[roles.id] == heavy_id, "wt"] = weight
     extreme.loc[extreme[roles.id] == old_id, "age"] = age
     extreme.loc[extreme[roles.id] == lone_level_id, "sex"] = level
+    pd_misrecorded = source.copy()
+    after_dose = (
+        (pd_misrecorded[roles.id] == pd_misrecorded_id)
+        & (pd_misrecorded[roles.evid] == 0)
+        & (pd_misrecorded[roles.dvid] == "pca")
+        & (pd_misrecorded[roles.time] > 0)
+    )
+    pd_misrecorded.loc[after_dose, roles.dv] *= pd_factor
     return ConstructedCases(
         source=source,
         misdosed=misdosed,
         extreme=extreme,
+        pd_misrecorded=pd_misrecorded,
         roles=roles,
         misdosed_id=misdosed_id.item(),
         heavy_id=heavy_id.item(),
         old_id=old_id.item(),
         lone_level_id=lone_level_id.item(),
+        pd_misrecorded_id=pd_misrecorded_id.item(),
     )

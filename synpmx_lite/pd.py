@@ -43,11 +43,13 @@ The seed's generator describes the PD shapes only as "a slope, or a plateau and 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from .estimation import FitWarning
 from .study import StudyEvents
 
 __all__ = ["PD_SHAPES", "PdFit", "fit_pd_endpoint", "pd_endpoints", "pd_loo_refits", "pd_response"]
@@ -372,6 +374,11 @@ def fit_pd_endpoint(
     ------
     ValueError
         An unknown endpoint or shape, or fewer than three patients with observations.
+
+    Warns
+    -----
+    FitWarning
+        When the chosen fit did not converge (``converged`` False).
     """
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
@@ -410,6 +417,14 @@ def fit_pd_endpoint(
     shape = str(pool.loc[pool["aic"].idxmin(), "shape"])
     x, ofv, converged = fits[shape]
     estimates = {k: float(v) for k, v in _natural(shape, x, data.time_scale).items()}
+    if not converged:
+        warnings.warn(
+            f"PD model of {endpoint!r} ({shape} shape) is not to be trusted: the optimizer "
+            "did not reach a stationary point, or the baseline's between-subject spread "
+            "collapsed",
+            FitWarning,
+            stacklevel=2,
+        )
     return PdFit(
         endpoint=endpoint,
         shape=shape,

@@ -1,0 +1,225 @@
+"""PD endpoints: the model, its fit, the leave-one-out refits, the second bar and the release."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synpmx_lite.cases import constructed_warfarin_cases
+from synpmx_lite.fingerprint import model_fingerprint, model_privacy_checks, synpmx_model_estimate
+from synpmx_lite.generate import synpmx_model_generate
+from synpmx_lite.influence import pd_influence_moves
+from synpmx_lite.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
+from synpmx_lite.release import Fingerprint
+from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
+
+ROLES = pmx_roles(
+    id="id", time="time", dv="dv", amt="amt", evid="evid", dvid="dvid", pk_endpoint="cp"
+)
+TIMES = np.array([0.0, 12.0, 24.0, 48.0, 72.0, 96.0, 144.0, 192.0])
+TRUE = {
+    "slope": {"slope": -0.004},
+    "plateau": {"plateau": -0.6, "rate": 0.05},
+    "transient": {"plateau": -1.2, "rate": 0.04, "recovery": 0.01},
+}
+BASELINE, SPREAD, RESIDUAL = 80.0, 8.0, 3.0
+
+
+def simulated_pd_study(shape, n=60, seed=7):
+    """An event table: one dose, one PK sample (unused) and a PD endpoint ``effect``."""
+    rng = np.random.default_rng(seed)
+    baseline = BASELINE + SPREAD * rng.standard_normal((n, 1))
+    effect = baseline * pd_response(shape, TRUE[shape], TIMES) + RESIDUAL * rng.standard_normal(
+        (n, TIMES.size)
+    )
+    ids = np.repeat(np.arange(1, n + 1), TIMES.size)
+    rows = pd.DataFrame(
+        {"id": ids, "time": np.tile(TIMES, n), "amt": 0.0, "dv": effect.ravel(), "evid": 0}
+    ).assign(dvid="effect")
+    doses = pd.DataFrame({"id": np.arange(1, n + 1), "time": 0.0, "amt": 100.0, "dv": 0.0})
+    doses = doses.assign(evid=1, dvid="cp")
+    pk = doses.assign(time=1.0, amt=0.0, dv=1.0, evid=0)
+    table = pd.concat([doses, pk, rows], ignore_index=True)
+    return table.sort_values(["id", "time", "evid"], ascending=[1, 1, 0], kind="stable")
+
+
+@pytest.mark.parametrize("shape", list(PD_SHAPES))
+def test_each_shape_is_recovered_by_re_estimation(shape):
+    study = prepare_study(simulated_pd_study(shape), ROLES)
+    fit = fit_pd_endpoint(study, "effect", shapes=(shape,))
+    assert fit.converged
+    assert fit.baseline == pytest.approx(BASELINE, rel=0.05)
+    assert fit.baseline_sd == pytest.approx(SPREAD, rel=0.35)
+    assert fit.residual == pytest.approx(RESIDUAL, rel=0.15)
+    for name, value in TRUE[shape].items():
+        assert fit.parameters[name] == pytest.approx(value, rel=0.25), name
+
+
+def test_the_criterion_picks_the_simulated_shape_over_a_simpler_one():
+    for shape in ("plateau", "transient"):
+        fit = fit_pd_endpoint(prepare_study(simulated_pd_study(shape), ROLES), "effect")
+        assert fit.shape == shape
+        aic = fit.candidates.set_index("shape")["aic"]
+        assert aic[shape] == aic.min()
+
+
+def test_the_ofv_is_the_exact_marginal_likelihood():
+    study = prepare_study(simulated_pd_study("plateau", n=5), ROLES)
+    fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    h = pd_response("plateau", fit.parameters, TIMES)
+    data = simulated_pd_study("plateau", n=5)
+    y = data[data["dvid"] == "effect"]["dv"].to_numpy().reshape(5, -1)
+    covariance = fit.residual**2 * np.eye(TIMES.size) + fit.baseline_sd**2 * np.outer(h, h)
+    r = y - fit.baseline * h
+    _, log_det = np.linalg.slogdet(covariance)
+    by_hand = sum(log_det + row @ np.linalg.solve(covariance, row) for row in r)
+    assert fit.ofv == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_batched_leave_one_out_refits_equal_refits_one_by_one():
+    data = simulated_pd_study("plateau", n=12)
+    study = prepare_study(data, ROLES)
+    fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    refits = pd_loo_refits(fit)
+    assert refits["converged"].all()
+    for position in (0, 7):
+        keep = np.ones(study.n_patients, dtype=bool)
+        keep[position] = False
+        alone = fit_pd_endpoint(study.subset(keep), "effect", shapes=("plateau",))
+        for name, value in alone.estimates().items():
+            assert refits.iloc[position][name] == pytest.approx(value, rel=1e-4), name
+
+
+def _fake_fit(values, estimate):
+    """A PdFit whose slope refits are ``values`` (everything else unmoved)."""
+    n = len(values)
+    fit = PdFit(
+        endpoint="e", shape="slope", baseline=10.0, baseline_sd=1.0,
+        parameters={"slope": estimate}, residual=1.0, ofv=0.0, converged=True,
+        n_patients=n, n_observations=n, candidates=pd.DataFrame(), ids=np.arange(n),
+        x=np.zeros(4), data=None,
+    )  # fmt: skip
+    refits = pd.DataFrame({"baseline": 10.0, "baseline_sd": 1.0, "slope": values, "residual": 1.0})
+    return fit, refits
+
+
+def test_the_second_bar_counts_a_move_only_past_one_and_two_standard_errors():
+    rng = np.random.default_rng(3)
+    # A slope near zero: patient 0 moves it by 100 %, but the others' refits spread as widely.
+    noisy = 0.01 + 0.02 * rng.standard_normal(40)
+    noisy[0] = 0.02
+    fit, refits = _fake_fit(noisy, 0.01)
+    moves = pd_influence_moves(fit, refits)["e: slope shape parameter"]
+    assert 100 * abs(noisy[0] - 0.01) / 0.01 >= 30
+    assert moves.iloc[0] < 15
+    # The same percent move against a tight spread of the others: two SEs and more, a FAIL.
+    tight = 0.01 + 1e-5 * rng.standard_normal(40)
+    tight[0] = 0.02
+    fit, refits = _fake_fit(tight, 0.01)
+    moves = pd_influence_moves(fit, refits)["e: slope shape parameter"]
+    assert moves.iloc[0] == pytest.approx(100.0)
+    # Between one and two jackknife SEs of the others' refits, far past 30 %: a review only.
+    others = 0.01 + 5e-4 * rng.standard_normal(40)
+    m = others.size - 1
+    se = np.sqrt((m - 1) / m * ((others[1:] - others[1:].mean()) ** 2).sum())
+    others[0] = 0.01 + 1.5 * se
+    fit, refits = _fake_fit(others, 0.01)
+    assert 100 * 1.5 * se / 0.01 >= 30
+    move = pd_influence_moves(fit, refits)["e: slope shape parameter"].iloc[0]
+    assert move == pytest.approx(22.5)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return constructed_warfarin_cases()
+
+
+@pytest.fixture(scope="module")
+def warfarin_fit():
+    return synpmx_model_estimate(*load_dataset("warfarin"))
+
+
+def test_warfarin_pca_model_and_its_release(warfarin_fit):
+    model = warfarin_fit.pd["pca"]
+    assert model.converged and model.shape == "transient"
+    fingerprint = model_fingerprint(warfarin_fit)
+    assert fingerprint.pd["pca"]["baseline"] == 100
+    assert set(fingerprint.pd["pca"]["parameters"]) == set(PD_SHAPES["transient"])
+    assert Fingerprint.from_json(fingerprint.to_json()) == fingerprint
+    checks = model_privacy_checks(warfarin_fit).set_index("check")
+    assert (checks["verdict"] == "pass").all(), checks["result"]
+
+
+def test_synthetic_pd_observations_sit_at_the_released_visits(warfarin_fit):
+    fingerprint = model_fingerprint(warfarin_fit)
+    synthetic = synpmx_model_generate(warfarin_fit, seed=5)
+    pca = synthetic[(synthetic["evid"] == 0) & (synthetic["dvid"] == "pca")]
+    visits = {time for _, time in fingerprint.endpoints["pca"]["visits"]}
+    assert set(pca["time"]) <= visits and len(pca) > 0
+    before = pca.loc[pca["time"] == 0, "dv"].mean()
+    assert before == pytest.approx(fingerprint.pd["pca"]["baseline"], rel=0.15)
+    assert pca.loc[pca["time"] == 48, "dv"].mean() < 0.7 * before
+    same = synpmx_model_generate(Fingerprint.from_json(fingerprint.to_json()), seed=5)
+    pd.testing.assert_series_equal(
+        same["dv"].reset_index(drop=True),
+        synthetic["dv"].reset_index(drop=True),
+    )
+
+
+def test_a_patient_flagged_on_a_pd_shape_is_left_out_of_every_model(cases):
+    kept = synpmx_model_estimate(cases.pd_misrecorded, cases.roles, drop_influential=False)
+    influence = kept.privacy.influence.set_index("estimate")
+    assert influence.loc["pca: rate shape parameter", "verdict"] == "review"
+    top = kept.privacy.moves["pca: rate shape parameter"].idxmax()
+    assert top == cases.pd_misrecorded_id
+    fit = synpmx_model_estimate(cases.pd_misrecorded, cases.roles)
+    assert fit.privacy.left_out.ids == (cases.pd_misrecorded_id,)
+    assert cases.pd_misrecorded_id not in fit.pk.eta.index
+    assert cases.pd_misrecorded_id not in set(fit.pd["pca"].ids)
+    assert fit.kept.sum() == fit.n_source - 1
+    # The patient stays in the arm and visit models: the cohort keeps its size.
+    assert model_fingerprint(fit).cohort_size == fit.n_source
+    assert (model_privacy_checks(fit)["verdict"] == "pass").all()
+
+
+# --- Attacks on the PD release ----------------------------------------------------------------
+
+
+def _judged(fit, release):
+    return model_privacy_checks(fit, released=json.dumps(release)).set_index("check")
+
+
+def test_a_pd_baseline_equal_to_one_patients_value_fails(warfarin_fit):
+    release = json.loads(model_fingerprint(warfarin_fit).to_json())
+    first = warfarin_fit.study.observations.query("endpoint == 'pca'").groupby("patient")["dv"]
+    release["pd"]["pca"]["baseline"] = float(first.first().iloc[0])
+    checks = _judged(warfarin_fit, release)
+    assert checks.loc["P3", "verdict"] == "FAIL"
+    assert checks.loc["P5", "verdict"] == "FAIL"
+
+
+@pytest.mark.parametrize(
+    "edit, check, words",
+    [
+        (lambda r: r["pd"]["pca"].update(ids=[1, 2]), "P1", ["pd.pca", "ids"]),
+        (lambda r: r["pd"]["pca"]["parameters"].update(rate=0.0312), "P3", ["rate"]),
+        (lambda r: r["pd"]["pca"].update(shape="plateau"), "P1", ["parameters"]),
+        (lambda r: r["pd"].update(cp=r["pd"]["pca"]), "P1", ["PK endpoint"]),
+        (lambda r: r["pd"]["pca"].update(baseline_sd=1), "P5", ["baseline_sd"]),
+    ],
+)
+def test_edited_pd_releases_fail(warfarin_fit, edit, check, words):
+    release = json.loads(model_fingerprint(warfarin_fit).to_json())
+    edit(release)
+    row = _judged(warfarin_fit, release).loc[check]
+    assert row["verdict"] == "FAIL", row["result"]
+    for word in words:
+        assert word in row["result"], row["result"]
+
+
+def test_a_pd_model_of_a_patient_identifier_is_caught(warfarin_fit):
+    release = json.loads(model_fingerprint(warfarin_fit).to_json())
+    release["pd"]["17"] = release["pd"].pop("pca")
+    checks = _judged(warfarin_fit, release)
+    assert checks.loc["P2", "verdict"] == "FAIL"
