@@ -153,7 +153,8 @@ class ModelFit:
         largest = self.privacy.largest
         models = "".join(f"\n{model}" for model in self.pd.values())
         return (
-            f"{self.pk}{models}\n{self.n_source} patients, {self.privacy.left_out.patients} left out "
+            f"{self.pk}{models}\n{self.n_source} patients, "
+            f"{self.privacy.left_out.patients} left out "
             f"in {self.privacy.left_out.rounds} round(s); largest move: {largest['estimate']}, "
             f"{largest['largest']:.3g} {largest['scale']} ({largest['verdict']})"
         )
@@ -211,8 +212,8 @@ def synpmx_model_estimate(
     leave-one-out refits and :func:`synpmx_lite.influence.pd_influence_moves` for the PD
     models, whose shape parameters must also clear the second bar). With
     ``drop_influential``, the patients who move any estimate by ``review`` or more are left
-    out of every estimate (PK fit, every PD fit and continuous covariate summaries; they stay in the dosing, visit, arm and category
-    summaries) and the next round runs; rounds stop when nobody is flagged, or when leaving
+    out of every estimate (PK fit, every PD fit and continuous covariate summaries; they stay
+    in the dosing, visit, arm and category summaries) and the next round runs; rounds stop when nobody is flagged, or when leaving
     out the newly flagged would take the patients left out past a tenth of the cohort, in
     which case those patients stay in and the checks report their move. Below 10 patients
     nobody can be left out.

@@ -261,7 +261,8 @@ def _schema(released: object) -> _Schema:
             schema.number(model.get("baseline"), f"{path}.baseline", open_low=True)
             schema.number(model.get("baseline_sd"), f"{path}.baseline_sd")
             schema.number(model.get("residual"), f"{path}.residual", open_low=True)
-            names = PD_SHAPES.get(model.get("shape")) if isinstance(model.get("shape"), str) else None
+            shape = model.get("shape")
+            names = PD_SHAPES.get(shape) if isinstance(shape, str) else None
             parameters = model.get("parameters")
             allowed = names if names is not None else tuple(_mapping_keys(parameters))
             if schema.keys(parameters, f"{path}.parameters", allowed):
