@@ -213,10 +213,10 @@ def synpmx_model_estimate(
     models, whose shape parameters must also clear the second bar). With
     ``drop_influential``, the patients who move any estimate by ``review`` or more are left
     out of every estimate (PK fit, every PD fit and continuous covariate summaries; they stay
-    in the dosing, visit, arm and category summaries) and the next round runs; rounds stop when nobody is flagged, or when leaving
-    out the newly flagged would take the patients left out past a tenth of the cohort, in
-    which case those patients stay in and the checks report their move. Below 10 patients
-    nobody can be left out.
+    in the dosing, visit, arm and category summaries) and the next round runs; rounds stop
+    when nobody is flagged, or when leaving out the newly flagged would take the patients left
+    out past a tenth of the cohort, in which case those patients stay in and the checks report
+    their move. Below 10 patients nobody can be left out.
 
     Parameters
     ----------

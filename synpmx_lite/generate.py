@@ -159,7 +159,8 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     pandas.DataFrame
         An event table of ``cohort_size`` synthetic patients, one row per dose (``evid`` 1)
         and per PK or PD observation (``evid`` 0, endpoint in ``dvid``), with covariates.
-        For a fit the columns carry the source's names, so that ``prepare_study(synthetic, fit.roles)`` reads it.
+        For a fit the columns carry the source's names, so that
+        ``prepare_study(synthetic, fit.roles)`` reads it.
     """
     if isinstance(fit, ModelFit):
         fingerprint, source = model_fingerprint(fit), fit
