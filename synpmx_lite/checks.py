@@ -542,7 +542,7 @@ def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> 
 
 
 def _p5(
-    released: dict, source: _Source, pk: PopulationFit, pd_fits: dict, privacy: PrivacyReport
+    released: dict, source: _Source, pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport
 ) -> tuple[str, str, list[str]]:
     # Only the estimates the release holds: a withheld covariate summary moves nothing released.
     endpoint = source.study.pk_endpoint
@@ -556,18 +556,25 @@ def _p5(
         shown += [f"{name}: {parameter} shape parameter" for parameter in parameters]
     moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
     largest = moves.max(axis=0)
-    estimate = largest.idxmax()
-    value = float(largest.max())
-    scale = "%" if estimate.endswith("typical value") else "points"
-    if estimate.endswith("shape parameter"):
-        scale = "% (SE bar)"
-    result = f"largest: {estimate}, {value:.3g} {scale}"
+    if largest.empty:
+        value, result = 0.0, "no estimate released"
+    else:
+        estimate = largest.idxmax()
+        value = float(largest.max())
+        scale = "%" if estimate.endswith("typical value") else "points"
+        if estimate.endswith("shape parameter"):
+            scale = "% (SE bar)"
+        result = f"largest: {estimate}, {value:.3g} {scale}"
     if privacy.left_out.patients:
         result += f"; {privacy.left_out.patients} left out"
     if source.n * MAX_LEFT_OUT_SHARE < 1:
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
     problems = []
-    fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual}
+    fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
+    if pk is None:
+        for field in ("typical", "omega", "residual"):
+            if _mapping(released.get(field)):
+                problems.append(f"released {field} has no PK fit behind it")
     for field, estimates in fitted.items():
         shown = _mapping(released.get(field))
         for name, number in estimates.items():
@@ -612,7 +619,7 @@ def release_checks(
     released: Fingerprint | str,
     study: StudyEvents,
     *,
-    pk: PopulationFit,
+    pk: PopulationFit | None,
     privacy: PrivacyReport,
     pd_fits: dict | None = None,
     min_arm_patients: int = 3,
@@ -628,8 +635,9 @@ def release_checks(
         is first written to JSON and read back).
     study : StudyEvents
         The source study.
-    pk : PopulationFit
-        The PK fit whose influence was read (the kept patients' fit).
+    pk : PopulationFit or None
+        The PK fit whose influence was read (the kept patients' fit); None for a study
+        without one, whose release must then hold no PK estimate.
     privacy : PrivacyReport
         The influence readings and the patients left out.
     pd_fits : dict, optional
@@ -660,8 +668,8 @@ def release_checks(
     parsed = _read(released)
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
-    if not isinstance(pk, PopulationFit):
-        raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
+    if pk is not None and not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit or None, got {type(pk).__name__}")
     if not isinstance(privacy, PrivacyReport):
         raise TypeError(f"privacy must be a PrivacyReport, got {type(privacy).__name__}")
     if not isinstance(claims, bool):

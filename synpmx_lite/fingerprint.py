@@ -107,8 +107,8 @@ class ModelFit:
         The source study, every patient (dosing, visit and arm summaries read all of them).
     kept : numpy.ndarray
         True for the patients behind the PK fit and covariate summaries.
-    pk : PopulationFit
-        The population PK fit on the kept patients.
+    pk : PopulationFit or None
+        The population PK fit on the kept patients (None for a study without one).
     pd : dict
         The population model of each continuous PD endpoint (:class:`synpmx_lite.pd.PdFit`)
         on the kept patients, by endpoint.
@@ -122,7 +122,7 @@ class ModelFit:
 
     study: StudyEvents
     kept: np.ndarray
-    pk: PopulationFit
+    pk: PopulationFit | None
     pd: dict[str, PdFit]
     privacy: PrivacyReport
     seed: int
@@ -153,7 +153,7 @@ class ModelFit:
         largest = self.privacy.largest
         models = "".join(f"\n{model}" for model in self.pd.values())
         return (
-            f"{self.pk}{models}\n{self.n_source} patients, "
+            f"{self.pk or 'no PK model'}{models}\n{self.n_source} patients, "
             f"{self.privacy.left_out.patients} left out "
             f"in {self.privacy.left_out.rounds} round(s); largest move: {largest['estimate']}, "
             f"{largest['largest']:.3g} {largest['scale']} ({largest['verdict']})"
@@ -264,8 +264,10 @@ def synpmx_model_estimate(
     history = []
     while True:
         subset = study.subset(kept)
-        pk = fit_population(subset, error=error)
-        moves = influence_moves(pk, subset.covariates, continuous, pk_label=study.pk_endpoint)
+        pk = fit_population(subset, error=error) if roles.fit_pk else None
+        moves = influence_moves(
+            pk, subset.covariates, continuous, pk_label=study.pk_endpoint, ids=subset.ids
+        )
         pd_fits = _fit_pd(subset, min_arm_patients)
         for model in pd_fits.values():
             refits = pd_loo_refits(model)
@@ -525,16 +527,19 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     cohort = np.flatnonzero(fit.study.arms.isin(arms).to_numpy())
     pk = fit.pk
     continuous, categories, reference = _covariate_release(fit, cohort)
+    pk_fields = {
+        "model": dataclasses.asdict(pk.model) if pk else None,
+        "pk_endpoint": fit.study.pk_endpoint,
+        "log_dv": fit.roles.log_dv,
+        "error": pk.error if pk else None,
+        "typical": {k: _round(v, 1) for k, v in pk.typical.items()} if pk else {},
+        "omega": {k: _round(v, 1) for k, v in pk.omega.items()} if pk else {},
+        "residual": {k: _round(v, 1) for k, v in pk.residual.items()} if pk else {},
+    }
     endpoints = _endpoint_release(fit, cohort)
     draft = Fingerprint(
         cohort_size=int(cohort.size),
-        model=dataclasses.asdict(pk.model),
-        pk_endpoint=fit.study.pk_endpoint,
-        log_dv=fit.roles.log_dv,
-        error=pk.error,
-        typical={k: _round(v, 1) for k, v in pk.typical.items()},
-        omega={k: _round(v, 1) for k, v in pk.omega.items()},
-        residual={k: _round(v, 1) for k, v in pk.residual.items()},
+        **pk_fields,
         pd=_pd_release(fit, endpoints),
         covariates=continuous,
         categories=categories,
@@ -610,6 +615,13 @@ def _free_frequencies(fingerprint: Fingerprint) -> int:
     return levels + arms + attendance + int(0 < fingerprint.dose_change_rate < 1)
 
 
+def _fit_status(fit: ModelFit) -> str:
+    """ "converged", or what makes the PK fit or a PD fit untrustworthy."""
+    problems = list(fit.pk.diagnostics) if fit.pk is not None else []
+    problems += [f"PD {name} not converged" for name, m in fit.pd.items() if not m.converged]
+    return "; ".join(problems) or "converged"
+
+
 def privacy_checks_across_studies(
     names: list[str] | tuple[str, ...] | None = None, *, seed: int = 1
 ) -> pd.DataFrame:
@@ -628,11 +640,12 @@ def privacy_checks_across_studies(
         One row per study: ``study``, ``patients``, ``left_out`` (for moving an estimate by 15
         or more), the verdicts ``P1``-``P5``, ``largest`` (the largest move among the
         patients kept, with the estimate's name), and for membership inference
-        ``random_effects`` (between-subject variances released), ``attendance_below_1``
+        ``random_effects`` (between-subject variances released, PK and PD), ``pd_models``
+        (each PD endpoint's chosen shape), ``attendance_below_1``
         (attendance rates released below 1) and ``free_frequencies`` (category levels less
         one per covariate, arms less one, attendance rates below 1 and dose-change rates
-        strictly between 0 and 1), and ``fit``: "converged", or the diagnostics of a PK fit
-        that is not to be trusted (:class:`synpmx_lite.estimation.FitWarning` is not raised
+        strictly between 0 and 1), and ``fit``: "converged", or the diagnostics of a PK or PD
+        fit that is not to be trusted (:class:`synpmx_lite.estimation.FitWarning` is not raised
         here; this column carries it).
     """
     if names is None:
@@ -661,12 +674,16 @@ def privacy_checks_across_studies(
                 "left_out": fit.privacy.left_out.patients,
                 **checks["verdict"].to_dict(),
                 "largest": f"{largest['estimate']}, {largest['largest']:.3g} {largest['scale']}",
-                "random_effects": len(fingerprint.omega),
+                "random_effects": len(fingerprint.omega) + len(fingerprint.pd),
+                "pd_models": ", ".join(
+                    f"{name}: {model['shape']}" for name, model in fingerprint.pd.items()
+                )
+                or "none",
                 "attendance_below_1": sum(
                     e["attendance"] < 1 for e in fingerprint.endpoints.values()
                 ),
                 "free_frequencies": _free_frequencies(fingerprint),
-                "fit": "converged" if fit.pk.converged else "; ".join(fit.pk.diagnostics),
+                "fit": _fit_status(fit),
             }
         )
     return pd.DataFrame(rows)

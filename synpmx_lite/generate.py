@@ -143,6 +143,66 @@ def _pd_observations(
     )
 
 
+def _pk_observations(
+    fingerprint: Fingerprint,
+    theta: np.ndarray,
+    ids: np.ndarray,
+    doses_of: tuple,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Synthetic observations of the PK endpoint at its released visits."""
+    model = fingerprint.pk_model
+    dose_time, dose_amount, dose_duration, dose_period = doses_of
+    n = ids.size
+    endpoint = fingerprint.endpoints[fingerprint.pk_endpoint]
+    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
+    if not len(visits):
+        raise ValueError("the fingerprint has no PK visit with enough patients to simulate")
+    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
+    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
+    # A visit can be attended only after a dose of its period (arms differ in periods).
+    dosed = (
+        (dose_period[:, :, None] == periods[:, None, :])
+        & (dose_amount[:, :, None] > 0)
+        & (dose_time[:, :, None] <= times[:, None, :])
+    ).any(axis=1)
+    attended = _attendance(dosed, endpoint["attendance"], rng)
+    f = predict_concentrations(
+        model,
+        theta,
+        dose_time,
+        dose_amount,
+        dose_duration,
+        times,
+        dose_period=dose_period,
+        time_period=periods,
+    )
+    residual = fingerprint.residual
+    sd = np.sqrt(residual.get("additive", 0.0) ** 2 + (residual.get("proportional", 0.0) * f) ** 2)
+    noise = rng.standard_normal(f.shape)
+    if fingerprint.log_dv:
+        dv = np.log(np.maximum(f, 1e-300)) + sd * noise
+    else:
+        dv = f + sd * noise
+        if endpoint["loq"] is not None:
+            dv = np.where(dv < endpoint["loq"], 0.0, dv)
+
+    patient_obs, visit = np.nonzero(attended)
+    return pd.DataFrame(
+        {
+            "id": ids[patient_obs],
+            "period": periods[patient_obs, visit],
+            "time": times[patient_obs, visit],
+            "amt": 0.0,
+            "dv": dv[patient_obs, visit],
+            "evid": 0,
+            "rate": 0.0,
+            "patient": patient_obs,
+            "dvid": fingerprint.pk_endpoint,
+        }
+    )
+
+
 def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -> pd.DataFrame:
     """Simulate a synthetic study from a fingerprint alone.
 
@@ -177,53 +237,26 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     arm_of = rng.choice(sizes.size, size=n, p=sizes / sizes.sum())
     covariates = _draw_covariates(fingerprint, n, rng)
     model = fingerprint.pk_model
-    omega = np.array([fingerprint.omega[p] for p in model.parameters])
-    typical = np.array([fingerprint.typical[p] for p in model.parameters])
-    theta = typical * np.exp(np.sqrt(omega) * rng.standard_normal((n, omega.size)))
+    theta = None
+    if model is not None:
+        omega = np.array([fingerprint.omega[p] for p in model.parameters])
+        typical = np.array([fingerprint.typical[p] for p in model.parameters])
+        theta = typical * np.exp(np.sqrt(omega) * rng.standard_normal((n, omega.size)))
     dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
-
-    endpoint = fingerprint.endpoints[fingerprint.pk_endpoint]
-    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
-    if not len(visits):
-        raise ValueError("the fingerprint has no PK visit with enough patients to simulate")
-    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
-    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
-    # A visit can be attended only after a dose of its period (arms differ in periods).
-    dosed = (
-        (dose_period[:, :, None] == periods[:, None, :])
-        & (dose_amount[:, :, None] > 0)
-        & (dose_time[:, :, None] <= times[:, None, :])
-    ).any(axis=1)
-    attended = _attendance(dosed, endpoint["attendance"], rng)
-    f = predict_concentrations(
-        model,
-        theta,
-        dose_time,
-        dose_amount,
-        dose_duration,
-        times,
-        dose_period=dose_period,
-        time_period=periods,
-    )
-    residual = fingerprint.residual
-    sd = np.sqrt(residual.get("additive", 0.0) ** 2 + (residual.get("proportional", 0.0) * f) ** 2)
-    noise = rng.standard_normal(f.shape)
-    if fingerprint.log_dv:
-        dv = np.log(np.maximum(f, 1e-300)) + sd * noise
-    else:
-        dv = f + sd * noise
-        if endpoint["loq"] is not None:
-            dv = np.where(dv < endpoint["loq"], 0.0, dv)
-
     ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)
+    doses_of = (dose_time, dose_amount, dose_duration, dose_period)
+    observations = (
+        _pk_observations(fingerprint, theta, ids, doses_of, rng)
+        if model is not None
+        else pd.DataFrame()
+    )
     arm_labels = np.array([arm["arm"] for arm in fingerprint.arms], dtype=object)[arm_of]
     given = dose_amount > 0
     given_duration = dose_duration[given]
     patient_dose, _ = np.nonzero(given)
-    patient_obs, visit = np.nonzero(attended)
     pd_rows = [
-        _pd_observations(name, model, fingerprint, ids, dose_time, dose_amount, dose_period, rng)
-        for name, model in sorted(fingerprint.pd.items())
+        _pd_observations(name, pd_model, fingerprint, ids, dose_time, dose_amount, dose_period, rng)
+        for name, pd_model in sorted(fingerprint.pd.items())
     ]
     doses = pd.DataFrame(
         {
@@ -237,21 +270,10 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
             "patient": patient_dose,
         }
     )
-    observations = pd.DataFrame(
-        {
-            "id": ids[patient_obs],
-            "period": periods[patient_obs, visit],
-            "time": times[patient_obs, visit],
-            "amt": 0.0,
-            "dv": dv[patient_obs, visit],
-            "evid": 0,
-            "rate": 0.0,
-            "patient": patient_obs,
-            "dvid": fingerprint.pk_endpoint,
-        }
-    )
-    doses["dvid"] = fingerprint.pk_endpoint
+    doses["dvid"] = fingerprint.pk_endpoint or ""
     table = pd.concat([doses, observations, *pd_rows], ignore_index=True)
+    if not (table["evid"] == 0).any():
+        raise ValueError("the fingerprint has no visit with enough patients to simulate")
     table = table.sort_values(
         ["patient", "period", "time", "evid", "dvid"], ascending=[1, 1, 1, 0, 1], kind="stable"
     )

@@ -45,22 +45,31 @@ _VERDICTS = ("pass", "review", "FAIL")
 
 
 def influence_moves(
-    pk: PopulationFit, covariates: pd.DataFrame, continuous: list[str], *, pk_label: str
+    pk: PopulationFit | None,
+    covariates: pd.DataFrame,
+    continuous: list[str],
+    *,
+    pk_label: str | None,
+    ids: object = None,
 ) -> pd.DataFrame:
     r"""How far leaving out each patient moves each released estimate, on percent-like scales.
 
     Parameters
     ----------
-    pk : PopulationFit
-        The PK fit, whose random effects :math:`\eta_i` approximate the leave-one-out moves.
+    pk : PopulationFit or None
+        The PK fit, whose random effects :math:`\eta_i` approximate the leave-one-out moves;
+        None for a study without a PK fit (covariate moves only).
     covariates : pandas.DataFrame
         The fitted patients' baseline covariates, one row per patient of ``pk.eta``, in its
         order.
     continuous : list of str
         The continuous covariates whose summaries are released: columns of ``covariates``
         with positive values.
-    pk_label : str
+    pk_label : str or None
         Prefix of the PK estimates' names (the PK endpoint).
+    ids : array_like, optional
+        The patients' source IDs, one per row of ``covariates``; needed without a PK fit
+        (otherwise ``pk.eta``'s index).
 
     Returns
     -------
@@ -87,15 +96,18 @@ def influence_moves(
         is not one of its columns, or a continuous covariate is missing, not numeric or not
         positive.
     """
-    if not isinstance(pk, PopulationFit):
-        raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
+    if pk is not None and not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit or None, got {type(pk).__name__}")
+    if pk is None and ids is None:
+        raise ValueError("ids must be given without a PK fit")
     if not isinstance(covariates, pd.DataFrame):
         raise TypeError(f"covariates must be a pandas DataFrame, got {type(covariates).__name__}")
     if isinstance(continuous, str) or not isinstance(continuous, list | tuple):
         raise TypeError(f"continuous must be a list of column names, got {continuous!r}")
-    if not isinstance(pk_label, str):
+    if pk is not None and not isinstance(pk_label, str):
         raise TypeError(f"pk_label must be a string, got {pk_label!r}")
-    eta = pk.eta.to_numpy()
+    index = pk.eta.index if pk is not None else pd.Index(np.asarray(ids), name="id")
+    eta = pk.eta.to_numpy() if pk is not None else np.zeros((len(index), 0))
     n = eta.shape[0]
     if len(covariates) != n:
         raise ValueError(
@@ -105,7 +117,7 @@ def influence_moves(
     if unknown:
         raise ValueError(f"continuous names columns that covariates lacks: {unknown}")
     columns = {}
-    for k, name in enumerate(pk.eta.columns):
+    for k, name in enumerate(pk.eta.columns if pk is not None else []):
         columns[f"{pk_label}: {name} typical value"] = 100 * np.abs(np.expm1(-eta[:, k] / (n - 1)))
         total = np.sum(eta[:, k] ** 2)
         ratio = np.clip((total - eta[:, k] ** 2) / (n - 1) / (total / n), 0, None)
@@ -131,7 +143,7 @@ def influence_moves(
         scale = sd[0] if sd[0] > 0 else 1.0
         columns[f"{name} mean on the log scale"] = (100 * np.abs(loo_mean - mean) / scale)[inverse]
         columns[f"{name} SD on the log scale"] = (100 * np.abs(loo_sd - sd) / scale)[inverse]
-    return pd.DataFrame(columns, index=pk.eta.index)
+    return pd.DataFrame(columns, index=index)
 
 
 def pd_influence_moves(
@@ -206,14 +218,14 @@ def verdict(move: float, review: float, fail: float) -> str:
 
 
 def influence_table(
-    pk: PopulationFit, moves: pd.DataFrame, review: float, fail: float
+    pk: PopulationFit | None, moves: pd.DataFrame, review: float, fail: float
 ) -> pd.DataFrame:
     """One row per released estimate: its largest move, its scale, shrinkage and verdict."""
     largest = moves.max(axis=0)
     shrinkage = []
     for estimate in moves.columns:
         parameter = estimate.split(": ", 1)[-1].split(" ")[0]
-        is_pk = ": " in estimate and parameter in pk.shrinkage.index
+        is_pk = pk is not None and ": " in estimate and parameter in pk.shrinkage.index
         shrinkage.append(pk.shrinkage[parameter] if is_pk else np.nan)
     return pd.DataFrame(
         {

@@ -234,15 +234,22 @@ def _schema(released: object) -> _Schema:
     if "cohort_size" in released:
         schema.count(released["cohort_size"], "cohort_size")
     parameters = None
-    if "model" in released and schema.keys(released["model"], "model", _MODEL_KEYS):
+    # A study without a PK fit releases no model, PK endpoint or error, and no PK estimates.
+    no_pk = released.get("model", ()) is None
+    if no_pk:
+        parameters = ()
+        for key in ("pk_endpoint", "error"):
+            if released.get(key) is not None:
+                schema.value_problems.append(f"{key} must be null without a PK model")
+    elif "model" in released and schema.keys(released["model"], "model", _MODEL_KEYS):
         parameters = _model_parameters(released["model"])
         if parameters is None:
             schema.value_problems.append(f"model is not a PK model: {released['model']!r}")
-    if "pk_endpoint" in released:
+    if "pk_endpoint" in released and not no_pk:
         schema.text(released["pk_endpoint"], "pk_endpoint")
     if "log_dv" in released:
         schema.flag(released["log_dv"], "log_dv")
-    if "error" in released:
+    if "error" in released and not no_pk:
         schema.text(released["error"], "error", tuple(ERROR_MODELS))
     if "typical" in released:
         schema.estimates(released["typical"], "typical", parameters, positive=True)
@@ -251,6 +258,7 @@ def _schema(released: object) -> _Schema:
     if "residual" in released:
         error = released.get("error")
         names = ERROR_MODELS.get(error) if isinstance(error, str) else None
+        names = () if no_pk else names
         schema.estimates(released["residual"], "residual", names, positive=True)
     if "pd" in released and schema.names(released["pd"], "pd"):
         for name, model in released["pd"].items():
@@ -351,13 +359,14 @@ class Fingerprint:
     ----------
     cohort_size : int
         Patients in the released arms.
-    model : dict
-        The structural PK model: ``compartments``, ``route``, ``lag``.
-    pk_endpoint : str
+    model : dict or None
+        The structural PK model: ``compartments``, ``route``, ``lag`` (None for a study
+        without a PK fit, whose ``typical``, ``omega`` and ``residual`` are then empty).
+    pk_endpoint : str or None
         The endpoint the PK model describes.
     log_dv : bool
         Whether that endpoint's values are log concentrations.
-    error : str
+    error : str or None
         The residual error model.
     typical, omega, residual : dict
         Typical values, between-subject variances and residual errors, at one significant
@@ -389,10 +398,10 @@ class Fingerprint:
     """
 
     cohort_size: int
-    model: dict
-    pk_endpoint: str
+    model: dict | None
+    pk_endpoint: str | None
     log_dv: bool
-    error: str
+    error: str | None
     typical: dict
     omega: dict
     residual: dict
@@ -444,21 +453,22 @@ class Fingerprint:
         return cls(**fields)
 
     @property
-    def pk_model(self) -> PkModel:
-        """The structural model as a :class:`synpmx_lite.pk.PkModel`."""
-        return PkModel(**self.model)
+    def pk_model(self) -> PkModel | None:
+        """The structural model as a :class:`synpmx_lite.pk.PkModel` (None without one)."""
+        return None if self.model is None else PkModel(**self.model)
 
     def __str__(self) -> str:
         def line(values: dict) -> str:
             return ", ".join(f"{k} {v:g}" for k, v in values.items())
 
-        lines = [
-            f"PMX model fingerprint: {self.cohort_size} patients",
-            f"PK ({self.pk_endpoint}): {self.pk_model}, {self.error} error",
-            f"  typical values: {line(self.typical)}",
-            f"  between-subject variances: {line(self.omega)}",
-            f"  residual error: {line(self.residual)}",
-        ]
+        lines = [f"PMX model fingerprint: {self.cohort_size} patients"]
+        if self.model is not None:
+            lines += [
+                f"PK ({self.pk_endpoint}): {self.pk_model}, {self.error} error",
+                f"  typical values: {line(self.typical)}",
+                f"  between-subject variances: {line(self.omega)}",
+                f"  residual error: {line(self.residual)}",
+            ]
         for name, model in self.pd.items():
             shape = ", ".join(f"{k} {v:g}" for k, v in model["parameters"].items())
             lines.append(

@@ -62,6 +62,7 @@ class PmxRoles:
     pk_endpoint: str | None = None
     log_dv: bool = False
     model: PkModel = field(default_factory=PkModel)
+    fit_pk: bool = True
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -95,6 +96,7 @@ def pmx_roles(
     pk_endpoint: str | None = None,
     log_dv: bool = False,
     model: PkModel | None = None,
+    fit_pk: bool = True,
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -131,6 +133,10 @@ def pmx_roles(
         model is then fitted on the log scale with an additive error.
     model : PkModel, optional
         The structural PK model to fit. Default: ``PkModel()`` (one compartment, oral).
+    fit_pk : bool, default True
+        Whether the study has a PK endpoint to fit. False for a study of PD endpoints only
+        (wbcSim, whose individual PK is given): every endpoint is then a PD endpoint, and
+        ``pk_endpoint``, ``log_dv`` and ``model`` are not used.
 
     Returns
     -------
@@ -172,6 +178,10 @@ def pmx_roles(
         raise TypeError(f"log_dv must be a bool, got {log_dv!r}")
     if model is not None and not isinstance(model, PkModel):
         raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    if not isinstance(fit_pk, bool):
+        raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
+    if not fit_pk and (pk_endpoint is not None or log_dv):
+        raise ValueError("a study without a PK fit (fit_pk=False) takes no pk_endpoint or log_dv")
     return PmxRoles(
         **required,
         **optional,
@@ -180,6 +190,7 @@ def pmx_roles(
         pk_endpoint=pk_endpoint,
         log_dv=log_dv,
         model=model if model is not None else PkModel(),
+        fit_pk=fit_pk,
     )
 
 
@@ -241,8 +252,8 @@ class StudyEvents:
         return len(self.ids)
 
     @property
-    def pk_endpoint(self) -> str:
-        """The endpoint the PK model is fitted to."""
+    def pk_endpoint(self) -> str | None:
+        """The endpoint the PK model is fitted to (None for a study without a PK fit)."""
         return _pk_endpoint(self.roles, self.observations["endpoint"].unique())
 
     def subset(self, keep: np.ndarray) -> StudyEvents:
@@ -279,7 +290,9 @@ class StudyEvents:
         )
 
 
-def _pk_endpoint(roles: PmxRoles, endpoints: np.ndarray) -> str:
+def _pk_endpoint(roles: PmxRoles, endpoints: np.ndarray) -> str | None:
+    if not roles.fit_pk:
+        return None
     if roles.pk_endpoint is not None:
         if roles.pk_endpoint not in set(endpoints):
             raise ValueError(
@@ -352,8 +365,8 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         a dose given twice would double the patient's exposure), a patient whose rows are
         split into separate blocks (two patients sharing an ID, or rows out of order), an
         observation before the patient's first dose, a patient with no observation of the PK
-        endpoint, or fewer than ``min_patients`` patients. Each message names the rows by
-        their index labels.
+        endpoint (unless ``roles.fit_pk`` is False), or fewer than ``min_patients`` patients.
+        Each message names the rows by their index labels.
     TypeError
         A non-numeric time, value, amount, code, rate or continuous covariate column.
     """
@@ -453,7 +466,7 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         )
     pk = _pk_endpoint(roles, observations["endpoint"].unique())
     observed = np.bincount(observations.loc[observations["endpoint"] == pk, "patient"], minlength=n)
-    if np.any(observed == 0):
+    if pk is not None and np.any(observed == 0):
         raise ValueError(
             f"patient {ids[np.argmax(observed == 0)]!r} has no observation of the PK endpoint "
             f"{pk!r}"
@@ -462,7 +475,7 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
     else:
         observations["visit"] = observations.groupby(["patient", "endpoint"]).cumcount()
-    if roles.model.route == "oral" and (doses["duration"] > 0).any():
+    if roles.fit_pk and roles.model.route == "oral" and (doses["duration"] > 0).any():
         raise ValueError("an oral model takes no infusions: the rate column has positive rates")
 
     first_rows = np.unique(codes, return_index=True)[1]
@@ -567,6 +580,10 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
             model=PkModel(compartments=2, route="iv"),
         ),
     ),
+    "wbcSim": (
+        "wbcSim.csv",
+        pmx_roles(**_NM, rate="RATE", fit_pk=False),
+    ),
 }
 
 
@@ -577,7 +594,8 @@ def load_dataset(name: str) -> tuple[pd.DataFrame, PmxRoles]:
     ----------
     name : str
         One of ``"warfarin"``, ``"theo_sd"``, ``"theo_md"``, ``"pheno_sd"``,
-        ``"mavoglurant"``, ``"nimoData"`` (see ``synpmx_lite/data/README.md`` for provenance).
+        ``"mavoglurant"``, ``"nimoData"``, ``"wbcSim"`` (see ``synpmx_lite/data/README.md``
+        for provenance).
 
     Returns
     -------
@@ -590,7 +608,9 @@ def load_dataset(name: str) -> tuple[pd.DataFrame, PmxRoles]:
         theophylline one compartment oral, phenobarbital one compartment IV bolus,
         mavoglurant and nimotuzumab two compartments with zero-order infusions
         (nimotuzumab's DV are log concentrations: they rise by about log 2 per doubling of
-        the dose, and some are negative).
+        the dose, and some are negative), and wbcSim no PK model (its white-cell counts are
+        its one endpoint, a PD endpoint; the individual PK parameters it carries are not
+        read).
 
     Examples
     --------

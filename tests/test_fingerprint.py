@@ -298,7 +298,7 @@ def test_the_other_public_studies():
     assert table["largest"].str.match(r".+, [0-9.]+ (%|points)$").all()
     assert (table["free_frequencies"] >= table["attendance_below_1"]).all()
     with pytest.raises(ValueError, match="names"):
-        privacy_checks_across_studies(["wbcSim"])
+        privacy_checks_across_studies(["wbc"])
     # Before, a single name was iterated as its characters.
     with pytest.raises(TypeError, match="names must be a list or tuple"):
         privacy_checks_across_studies("theo_sd")

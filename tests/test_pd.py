@@ -223,3 +223,28 @@ def test_a_pd_model_of_a_patient_identifier_is_caught(warfarin_fit):
     release["pd"]["17"] = release["pd"].pop("pca")
     checks = _judged(warfarin_fit, release)
     assert checks.loc["P2", "verdict"] == "FAIL"
+
+
+def test_wbcsim_is_read_fitted_and_released_without_a_pk_model():
+    data, roles = load_dataset("wbcSim")
+    fit = synpmx_model_estimate(data, roles)
+    assert fit.pk is None and set(fit.pd) == {"DV"}
+    assert fit.pd["DV"].converged
+    fingerprint = model_fingerprint(fit)
+    assert fingerprint.model is None and not fingerprint.typical and "DV" in fingerprint.pd
+    assert Fingerprint.from_json(fingerprint.to_json()) == fingerprint
+    checks = model_privacy_checks(fit).set_index("check")
+    assert (checks.loc[["P1", "P2", "P3", "P4"], "verdict"] == "pass").all()
+    synthetic = synpmx_model_generate(fit, seed=2)
+    assert prepare_study(synthetic, roles).n_patients == fingerprint.cohort_size
+    # A release claiming PK estimates for this study has no fit behind them.
+    release = json.loads(fingerprint.to_json())
+    release["typical"] = {"cl": 0.1}
+    assert _judged(fit, release).loc["P1", "verdict"] == "FAIL"
+
+
+def test_a_study_without_a_pk_fit_takes_no_pk_endpoint():
+    with pytest.raises(ValueError, match="fit_pk"):
+        pmx_roles(id="i", time="t", dv="y", amt="a", evid="e", fit_pk=False, pk_endpoint="cp")
+    with pytest.raises(TypeError, match="fit_pk"):
+        pmx_roles(id="i", time="t", dv="y", amt="a", evid="e", fit_pk="no")

@@ -164,9 +164,10 @@ def test_load_dataset_names():
         "pheno_sd",
         "mavoglurant",
         "nimoData",
+        "wbcSim",
     }
     with pytest.raises(ValueError, match="name"):
-        load_dataset("wbcSim")
+        load_dataset("wbcsim")
     with pytest.raises(TypeError, match="name"):
         load_dataset(3)
 
