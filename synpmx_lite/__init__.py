@@ -2,8 +2,9 @@
 
 Modules
 -------
-study, pk, estimation
-    A PMX study's event table and roles, closed-form PK models, and the FOCE-I population fit.
+study, pk, estimation, pd
+    A PMX study's event table and roles, closed-form PK models, the FOCE-I population fit, and
+    the population models of continuous PD endpoints with their leave-one-out refits.
 fingerprint, release, protections, influence, checks, generate, cases
     The model generator: estimation with influence rounds and the building of the release
     (fingerprint), the released artefact and its allowlist (release), the protection rules
@@ -55,7 +56,7 @@ from .fisher import (
 from .fisher_attacks import AttributeInversion, attribute_inversion, inversion_sweep
 from .fisher_bounds import biased_cramer_rao, mean_release_fil
 from .generate import synpmx_model_generate
-from .influence import LeftOut, PrivacyReport, influence_moves
+from .influence import LeftOut, PrivacyReport, influence_moves, pd_influence_moves
 from .membership import (
     AttendanceAttack,
     MembershipTables,
@@ -75,6 +76,7 @@ from .membership import (
     roc_curve,
     true_positive_rate_at,
 )
+from .pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from .pk import PkModel, predict_concentrations
 from .protections import fold_categories, loq_floor, trimmed_log_summary
 from .release import FINGERPRINT_FIELDS, Fingerprint, release_problems
@@ -103,6 +105,7 @@ __all__ = [
     "DATASETS",
     "ERROR_MODELS",
     "FINGERPRINT_FIELDS",
+    "PD_SHAPES",
     "AttendanceAttack",
     "AttributeInversion",
     "BookTable",
@@ -114,6 +117,7 @@ __all__ = [
     "MembershipTables",
     "ModelFit",
     "OpenDpRecord",
+    "PdFit",
     "PkModel",
     "PmxRoles",
     "PopulationAttack",
@@ -138,6 +142,7 @@ __all__ = [
     "dp_mean_query",
     "draw_attendance",
     "exact_means",
+    "fit_pd_endpoint",
     "fit_population",
     "fold_categories",
     "importance_sampling_ofv",
@@ -154,6 +159,9 @@ __all__ = [
     "membership_tables",
     "model_fingerprint",
     "model_privacy_checks",
+    "pd_influence_moves",
+    "pd_loo_refits",
+    "pd_response",
     "per_example_fil",
     "per_example_heuristics",
     "pmx_roles",
