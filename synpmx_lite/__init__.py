@@ -56,7 +56,7 @@ from .fisher import (
 from .fisher_attacks import AttributeInversion, attribute_inversion, inversion_sweep
 from .fisher_bounds import biased_cramer_rao, mean_release_fil
 from .generate import synpmx_model_generate
-from .influence import LeftOut, PrivacyReport, influence_moves, pd_influence_moves
+from .influence import LeftOut, PrivacyReport, influence_moves, pd_influence_moves, pd_shape_moves
 from .membership import (
     AttendanceAttack,
     MembershipTables,
@@ -162,6 +162,7 @@ __all__ = [
     "pd_influence_moves",
     "pd_loo_refits",
     "pd_response",
+    "pd_shape_moves",
     "per_example_fil",
     "per_example_heuristics",
     "pmx_roles",

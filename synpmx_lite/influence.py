@@ -34,6 +34,7 @@ __all__ = [
     "influence_moves",
     "influence_table",
     "pd_influence_moves",
+    "pd_shape_moves",
     "verdict",
 ]
 
@@ -185,7 +186,6 @@ def pd_influence_moves(
         raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
     if not isinstance(refits, pd.DataFrame) or len(refits) != fit.n_patients:
         raise ValueError(f"refits must be a DataFrame with one row per patient ({fit.n_patients})")
-    n = fit.n_patients
     label = fit.endpoint
     baseline, spread = fit.baseline, fit.baseline_sd
     loo_baseline = refits["baseline"].to_numpy(float)
@@ -195,20 +195,56 @@ def pd_influence_moves(
         f"{label}: baseline between-subject SD": 100
         * np.abs(loo_spread / loo_baseline - spread / baseline),
     }
+    shape = pd_shape_moves(fit, refits)
+    for name in PD_SHAPES[fit.shape]:
+        percent = shape[(name, "percent")].to_numpy()
+        z = shape[(name, "standard_errors")].to_numpy()
+        bar = np.where(z <= 1, review * z, review + (fail - review) * (z - 1))
+        columns[f"{label}: {name} shape parameter"] = np.minimum(percent, bar)
+    return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
+def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
+    r"""Each patient's move of each PD shape parameter, in percent and in standard errors.
+
+    Parameters
+    ----------
+    fit : PdFit
+        The PD fit on every patient.
+    refits : pandas.DataFrame
+        Its leave-one-out refits (:func:`synpmx_lite.pd.pd_loo_refits`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per patient (index: source ID); columns a MultiIndex of (parameter,
+        ``percent`` | ``standard_errors``): the percent change of leaving the patient out, and
+        the change in jackknife standard errors of the *other* patients' refits,
+        :math:`\mathrm{SE}_{-i}^2 = \frac{m-1}{m}\sum_{j \ne i}(\theta_{(j)} -
+        \bar\theta_{-i})^2` with :math:`m = n - 1`.
+    """
+    if not isinstance(fit, PdFit):
+        raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
+    n = fit.n_patients
+    if not isinstance(refits, pd.DataFrame) or len(refits) != n:
+        raise ValueError(f"refits must be a DataFrame with one row per patient ({n})")
+    m = n - 1
+    columns = {}
     for name in PD_SHAPES[fit.shape]:
         estimate = fit.parameters[name]
         values = refits[name].to_numpy(float)
         change = np.abs(values - estimate)
         centred = values - values.mean()
-        m = n - 1
         others_sum = centred.sum() - centred
         others_squares = (centred**2).sum() - centred**2
         variance = (m - 1) / m * (others_squares - others_sum**2 / m)
         se = np.sqrt(np.clip(variance, 0, None))
-        z = np.where(se > 0, change / np.where(se > 0, se, 1.0), np.inf)
-        bar = np.where(z <= 1, review * z, review + (fail - review) * (z - 1))
-        percent = 100 * change / abs(estimate) if estimate != 0 else np.full(n, np.inf)
-        columns[f"{label}: {name} shape parameter"] = np.minimum(percent, bar)
+        columns[(name, "percent")] = (
+            100 * change / abs(estimate) if estimate != 0 else np.full(n, np.inf)
+        )
+        columns[(name, "standard_errors")] = np.where(
+            se > 0, change / np.where(se > 0, se, 1.0), np.inf
+        )
     return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
 
 
