@@ -83,7 +83,7 @@ _PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
 _VOCABULARY_KEYS = {
     "model": ("compartments", "route", "lag"),
     "summary": ("geometric_mean", "sdlog"),
-    "arm": ("arm", "patients", "doses"),
+    "arm": ("arm", "patients", "doses", "keep"),
     "dose": ("period", "index", "time", "amount", "duration"),
     "endpoint": ("attendance", "visits", "loq"),
     "checks": ("P4", "P5"),
@@ -286,6 +286,8 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
             return label in _VOCABULARY_KEYS["endpoint"]
         if head == "arms" and depth == 3:
             return label in _VOCABULARY_KEYS["arm"]
+        if head == "arms" and depth == 5 and path[2] == "keep":
+            return label in roles.keep
         if head == "arms" and depth == 5:
             return label in _VOCABULARY_KEYS["dose"]
         return False
@@ -301,6 +303,8 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
         return label in PD_SHAPES
     if head == "arms" and depth == 3 and path[2] == "arm":
         return label == arm_label(path[1])
+    if head == "arms" and depth == 4 and path[2] == "keep":
+        return source.level_holders(str(path[3]), label) >= source.min_arm_patients
     if head == "categories" and depth == 4 and path[3] == 0:
         return source.level_holders(str(path[1]), label) >= source.min_category_patients
     return False
@@ -402,6 +406,14 @@ def _p3(released: dict, source: _Source) -> list[str]:
                         f"frequency {frequency:g} of {name} {level!r} stands for {span[-1]} or "
                         f"fewer of {cohort} patients"
                     )
+
+    for i, arm in enumerate(_sequence(released.get("arms"))):
+        for column, value in _mapping(_mapping(arm).get("keep")).items():
+            held = source.level_holders(str(column), value) if value is not None else 0
+            if value is not None and held < k:
+                problems.append(
+                    f"arm {i + 1} keep column {column} value {value!r} is held by {held} patient(s)"
+                )
 
     doses = source.study.doses
     dose_owners = doses["patient"].to_numpy()

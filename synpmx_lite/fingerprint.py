@@ -376,9 +376,22 @@ def _arm_release(fit: ModelFit, arms: list) -> list:
                 "arm": arm_label(position),
                 "patients": int((study.arms == arm).sum()),
                 "doses": planned,
+                "keep": _keep_values(fit, arm),
             }
         )
     return released
+
+
+def _keep_values(fit: ModelFit, arm: object) -> dict:
+    """Each keep column's value on an arm: its most common value among the arm's patients,
+    None (missing) where fewer than ``min_arm_patients`` of them hold it."""
+    values = fit.study.covariates.loc[(fit.study.arms == arm).to_numpy(), list(fit.roles.keep)]
+    kept = {}
+    for column in fit.roles.keep:
+        counts = values[column].dropna().value_counts(sort=True)
+        held = len(counts) and counts.iloc[0] >= fit.min_arm_patients
+        kept[column] = _plain(counts.index[0]) if held else None
+    return kept
 
 
 def _dose_change(fit: ModelFit, cohort: np.ndarray) -> float:

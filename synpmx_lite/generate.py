@@ -8,7 +8,7 @@ fingerprint does not. Each synthetic patient gets:
   the estimation refuses a study with an identifier that reads like one, so a synthetic
   patient can never carry a source identifier;
 * an arm (its released label, ``arm 1``, ...), drawn in proportion to the released arm sizes,
-  and its planned doses; a share
+  its planned doses and its keep columns' values (missing where withheld); a share
   ``dose_change_rate`` of patients have their dose halved from a random dose on;
 * covariates: continuous ones log-normal with the released trimmed mean and SD, categorical
   ones from the released level frequencies (a folded level can never appear);
@@ -282,5 +282,11 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     table["arm"] = arm_labels[table["patient"].to_numpy()]
     for name, values in covariates.items():
         table[name] = values[table["patient"].to_numpy()]
+    keep = {}
+    for column in sorted({c for arm in fingerprint.arms for c in arm["keep"]}):
+        values = np.array([arm["keep"].get(column) for arm in fingerprint.arms], dtype=object)
+        keep[column] = values[arm_of][table["patient"].to_numpy()]
+    table = table.assign(**keep)
     names = _column_names(source)
-    return table[list(names) + list(covariates)].rename(columns=names).reset_index(drop=True)
+    columns = list(names) + list(covariates) + list(keep)
+    return table[columns].rename(columns=names).reset_index(drop=True)

@@ -58,7 +58,7 @@ VERDICTS = ("pass", "review", "FAIL")
 
 _MODEL_KEYS = ("compartments", "route", "lag")
 _SUMMARY_KEYS = ("geometric_mean", "sdlog")
-_ARM_KEYS = ("arm", "patients", "doses")
+_ARM_KEYS = ("arm", "patients", "doses", "keep")
 _DOSE_KEYS = ("period", "index", "time", "amount", "duration")
 _ENDPOINT_KEYS = ("attendance", "visits", "loq")
 _CHECK_KEYS = ("P4", "P5")
@@ -308,6 +308,12 @@ def _schema(released: object) -> _Schema:
             continue
         schema.text(arm.get("arm"), f"{path}.arm")
         schema.count(arm.get("patients"), f"{path}.patients", minimum=1)
+        if schema.names(arm.get("keep"), f"{path}.keep"):
+            for column, value in arm["keep"].items():
+                if value is not None and not isinstance(value, str | numbers.Real):
+                    schema.type_problems.append(
+                        f"{path}.keep.{column} must be text, a number or null, got {value!r}"
+                    )
         for j, dose in enumerate(schema.items(arm.get("doses", []), f"{path}.doses")):
             where = f"{path}.doses[{j}]"
             if schema.keys(dose, where, _DOSE_KEYS):
@@ -384,9 +390,10 @@ class Fingerprint:
     reference_weight : float or None
         Median body weight at one figure (None where withheld).
     arms : list of dict
-        Per arm kept: ``arm`` (the engine's label, ``"arm 1"``, ...), ``patients`` and the
+        Per arm kept: ``arm`` (the engine's label, ``"arm 1"``, ...), ``patients``, the
         planned ``doses``, each a dict of ``period``, ``index`` (the dose's place in its
-        period), ``time``, ``amount`` and ``duration``.
+        period), ``time``, ``amount`` and ``duration``, and ``keep``: each keep column's
+        value on the arm (null where fewer than three of the arm's patients hold it).
     dose_change_rate : float
         Share of patients given a dose unlike their previous one in the same period (0 where
         fewer than three were, 1 where fewer than three were not).

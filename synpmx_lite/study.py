@@ -63,13 +63,15 @@ class PmxRoles:
     log_dv: bool = False
     model: PkModel = field(default_factory=PkModel)
     fit_pk: bool = True
+    keep: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
         """Every column the roles name, in a fixed order."""
         named = (self.id, self.time, self.dv, self.amt, self.evid, self.dvid, self.mdv)
         named += (self.rate, self.nominal_time, self.arm)
-        return tuple(dict.fromkeys([c for c in named if c is not None] + list(self.covariates)))
+        listed = [c for c in named if c is not None] + list(self.covariates) + list(self.keep)
+        return tuple(dict.fromkeys(listed))
 
 
 def _column_name(value: object, name: str) -> str:
@@ -97,6 +99,7 @@ def pmx_roles(
     log_dv: bool = False,
     model: PkModel | None = None,
     fit_pk: bool = True,
+    keep: tuple[str, ...] | list[str] = (),
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -137,6 +140,11 @@ def pmx_roles(
         Whether the study has a PK endpoint to fit. False for a study of PD endpoints only
         (wbcSim, whose individual PK is given): every endpoint is then a PD endpoint, and
         ``pk_endpoint``, ``log_dv`` and ``model`` are not used.
+    keep : sequence of str
+        Keep columns: columns (read at each patient's first row) whose value is copied onto
+        the synthetic patients of an arm, such as a site or a formulation. An arm's value is
+        its most common one, released only where at least ``min_arm_patients`` of the arm's
+        patients hold it, and written as missing otherwise.
 
     Returns
     -------
@@ -178,6 +186,11 @@ def pmx_roles(
         raise TypeError(f"log_dv must be a bool, got {log_dv!r}")
     if model is not None and not isinstance(model, PkModel):
         raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    keep = tuple(_column_name(c, "keep") for c in _as_names(keep, "keep"))
+    if set(keep) & set(covariates):
+        raise ValueError(
+            f"keep columns must not be covariates, got {sorted(set(keep) & set(covariates))}"
+        )
     if not isinstance(fit_pk, bool):
         raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
     if not fit_pk and (pk_endpoint is not None or log_dv):
@@ -191,6 +204,7 @@ def pmx_roles(
         log_dv=log_dv,
         model=model if model is not None else PkModel(),
         fit_pk=fit_pk,
+        keep=keep,
     )
 
 
@@ -214,7 +228,8 @@ class StudyEvents:
     ids : numpy.ndarray
         The source subject identifiers, one per patient, in order of first appearance.
     covariates : pandas.DataFrame
-        Baseline covariates, one row per patient (index: patient position 0..n-1).
+        Baseline covariates and keep columns, one row per patient (index: patient position
+        0..n-1).
     arms : pandas.Series
         Each patient's arm (``"all"`` without an arm column).
     doses : pandas.DataFrame
@@ -479,7 +494,7 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         raise ValueError("an oral model takes no infusions: the rate column has positive rates")
 
     first_rows = np.unique(codes, return_index=True)[1]
-    covariates = data.iloc[first_rows][list(roles.covariates)].reset_index(drop=True)
+    covariates = data.iloc[first_rows][list(roles.covariates + roles.keep)].reset_index(drop=True)
     for column in roles.covariates:
         if column not in roles.categorical and pd.api.types.is_numeric_dtype(covariates[column]):
             values = covariates[column].to_numpy(dtype=float)

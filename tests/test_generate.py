@@ -33,8 +33,13 @@ def fingerprint(n=3000, **changes):
         categories={"SEX": [["F", 0.3], ["M", 0.7]]},
         reference_weight=70.0,
         arms=[
-            {"arm": "low", "patients": 10, "doses": doses},
-            {"arm": "high", "patients": 30, "doses": [dict(d, amount=200.0) for d in doses]},
+            {"arm": "low", "patients": 10, "doses": doses, "keep": {}},
+            {
+                "arm": "high",
+                "patients": 30,
+                "doses": [dict(d, amount=200.0) for d in doses],
+                "keep": {},
+            },
         ],
         dose_change_rate=0.2,
         endpoints={"cp": {"attendance": 0.7, "visits": VISITS, "loq": None}},
