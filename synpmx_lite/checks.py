@@ -273,6 +273,7 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
                 "covariates": roles.covariates,
                 "categories": roles.covariates,
                 "pd": tuple(source.shared_endpoints),
+                "graded": tuple(source.shared_endpoints),
                 "endpoints": tuple(source.shared_endpoints),
                 "checks": _VOCABULARY_KEYS["checks"],
             }.get(head, ())
@@ -338,6 +339,7 @@ def _p2(released: dict, source: _Source) -> list[str]:
 def _p3(released: dict, source: _Source) -> list[str]:
     problems = []
     k = source.min_arm_patients
+    k_category = source.min_category_patients
 
     def figures(value: object, limit: int, where: str) -> None:
         if _number(value) and _figures(value) > limit:
@@ -356,6 +358,17 @@ def _p3(released: dict, source: _Source) -> list[str]:
     for field in ("typical", "omega", "residual"):
         for name, value in _mapping(released.get(field)).items():
             figures(value, _FIGURES["estimate"], f"{field} {name}")
+
+    for name, pairs in _mapping(released.get("graded")).items():
+        rows = source.endpoint_rows(str(name))
+        for pair in _sequence(pairs):
+            if not isinstance(pair, list) or len(pair) != 2 or not _number(pair[0]):
+                continue
+            level, frequency = pair
+            figures(frequency, _FIGURES["share"], f"frequency of {name} level {level:g}")
+            held = rows.loc[np.isclose(rows["dv"], level), "patient"].nunique()
+            if held < k_category:
+                problems.append(f"level {level:g} of {name} is observed in {held} patient(s)")
 
     for name, model in _mapping(released.get("pd")).items():
         model = _mapping(model)
@@ -388,7 +401,6 @@ def _p3(released: dict, source: _Source) -> list[str]:
         single(reference, values, owners, "reference weight", _FIGURES["weight"])
 
     cohort = released.get("cohort_size")
-    k_category = source.min_category_patients
     for name, pairs in _mapping(released.get("categories")).items():
         for pair in _sequence(pairs):
             if not isinstance(pair, list) or len(pair) != 2:

@@ -504,6 +504,38 @@ def _pd_release(fit: ModelFit, endpoints: dict) -> dict:
     }
 
 
+def _graded_release(fit: ModelFit, cohort: np.ndarray, endpoints: dict) -> dict:
+    """Level frequencies of each yes/no or graded endpoint, pooled over visits, over the cohort.
+
+    A level observed in fewer than ``min_category_patients`` patients is folded into the most
+    common level; an endpoint left with fewer than two levels is withheld.
+    """
+    observations = fit.study.observations
+    released = {}
+    for name in fit.roles.graded:
+        if name not in endpoints:
+            continue
+        rows = observations[
+            (observations["endpoint"].astype(str) == name) & observations["patient"].isin(cohort)
+        ]
+        counts = rows["dv"].value_counts(sort=True)
+        holders = rows.groupby("dv")["patient"].nunique().reindex(counts.index)
+        keep = (holders >= fit.min_category_patients).to_numpy()
+        if keep.sum() < 2:
+            continue
+        folded = counts[keep].copy()
+        folded.iloc[0] += counts[~keep].sum()
+        total = folded.sum()
+        released[name] = [[_level(level), _round(c / total, 2)] for level, c in folded.items()]
+    return released
+
+
+def _level(value: float) -> int | float:
+    """A numeric level as JSON shows it best: an integer where it is one."""
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
 def _plain(level: object) -> object:
     """A level as a JSON-native value (numpy scalars become Python ones)."""
     return level.item() if isinstance(level, np.generic) else level
@@ -554,6 +586,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         cohort_size=int(cohort.size),
         **pk_fields,
         pd=_pd_release(fit, endpoints),
+        graded=_graded_release(fit, cohort, endpoints),
         covariates=continuous,
         categories=categories,
         reference_weight=reference,

@@ -17,6 +17,8 @@ fingerprint does not. Each synthetic patient gets:
 * missed visits: each visit after a dose of its period attended with the endpoint's
   attendance rate (at least one kept);
 * residual error of the released model; a value below the released LOQ is reported as 0;
+* for each yes/no or graded endpoint, levels drawn at its released visits with the released
+  frequencies;
 * for each released PD model, observations at that endpoint's released visits (attended with
   its attendance rate, as the PK visits): a baseline drawn around the released one with the
   released between-subject SD, times the released shape at the time since the patient's
@@ -101,6 +103,56 @@ def _attendance(dosed: np.ndarray, rate: float, rng: np.random.Generator) -> np.
     return attended
 
 
+def _open_visits(name, fingerprint, n, dose_time, dose_amount, dose_period, rng):
+    """An endpoint's visit times and periods ``(n, v)``, each patient's first dose of the
+    visit's period, whether it is open (after that dose) and whether it was attended."""
+    endpoint = fingerprint.endpoints[name]
+    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
+    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
+    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
+    in_period = (dose_period[:, :, None] == periods[:, None, :]) & (dose_amount[:, :, None] > 0)
+    first_dose = np.where(in_period, dose_time[:, :, None], np.inf).min(axis=1)
+    dosed = np.isfinite(first_dose) & (first_dose <= times)
+    attended = _attendance(dosed, endpoint["attendance"], rng)
+    return times, periods, first_dose, dosed, attended
+
+
+def _graded_observations(
+    name: str,
+    levels: list,
+    fingerprint: Fingerprint,
+    ids: np.ndarray,
+    dose_time: np.ndarray,
+    dose_amount: np.ndarray,
+    dose_period: np.ndarray,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Synthetic observations of a yes/no or graded endpoint: levels drawn at its visits with
+    the released frequencies (a folded level can never appear)."""
+    if not fingerprint.endpoints[name]["visits"]:
+        return pd.DataFrame()
+    times, periods, _, _, attended = _open_visits(
+        name, fingerprint, ids.size, dose_time, dose_amount, dose_period, rng
+    )
+    values = np.array([level for level, _ in levels], dtype=float)
+    frequency = np.array([f for _, f in levels], dtype=float)
+    drawn = values[rng.choice(values.size, size=times.shape, p=frequency / frequency.sum())]
+    patient, visit = np.nonzero(attended)
+    return pd.DataFrame(
+        {
+            "id": ids[patient],
+            "period": periods[patient, visit],
+            "time": times[patient, visit],
+            "amt": 0.0,
+            "dv": drawn[patient, visit],
+            "evid": 0,
+            "rate": 0.0,
+            "patient": patient,
+            "dvid": name,
+        }
+    )
+
+
 def _pd_observations(
     name: str,
     model: dict,
@@ -113,16 +165,11 @@ def _pd_observations(
 ) -> pd.DataFrame:
     """Synthetic observations of one PD endpoint at its released visits."""
     n = ids.size
-    endpoint = fingerprint.endpoints[name]
-    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
-    if not len(visits):
+    if not fingerprint.endpoints[name]["visits"]:
         return pd.DataFrame()
-    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
-    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
-    in_period = (dose_period[:, :, None] == periods[:, None, :]) & (dose_amount[:, :, None] > 0)
-    first_dose = np.where(in_period, dose_time[:, :, None], np.inf).min(axis=1)
-    dosed = np.isfinite(first_dose) & (first_dose <= times)
-    attended = _attendance(dosed, endpoint["attendance"], rng)
+    times, periods, first_dose, dosed, attended = _open_visits(
+        name, fingerprint, n, dose_time, dose_amount, dose_period, rng
+    )
     baseline = model["baseline"] + model["baseline_sd"] * rng.standard_normal((n, 1))
     since = np.where(dosed, times - np.where(dosed, first_dose, 0.0), 0.0)
     values = baseline * pd_response(model["shape"], model["parameters"], since)
@@ -254,6 +301,12 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     given = dose_amount > 0
     given_duration = dose_duration[given]
     patient_dose, _ = np.nonzero(given)
+    graded_rows = [
+        _graded_observations(
+            name, levels, fingerprint, ids, dose_time, dose_amount, dose_period, rng
+        )
+        for name, levels in sorted(fingerprint.graded.items())
+    ]
     pd_rows = [
         _pd_observations(name, pd_model, fingerprint, ids, dose_time, dose_amount, dose_period, rng)
         for name, pd_model in sorted(fingerprint.pd.items())
@@ -271,7 +324,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         }
     )
     doses["dvid"] = fingerprint.pk_endpoint or ""
-    table = pd.concat([doses, observations, *pd_rows], ignore_index=True)
+    table = pd.concat([doses, observations, *pd_rows, *graded_rows], ignore_index=True)
     if not (table["evid"] == 0).any():
         raise ValueError("the fingerprint has no visit with enough patients to simulate")
     table = table.sort_values(

@@ -284,9 +284,9 @@ class PdFit:
 
 
 def pd_endpoints(study: StudyEvents) -> list[str]:
-    """The continuous PD endpoints of a study: every endpoint but the PK one, sorted."""
+    """The continuous PD endpoints of a study: every endpoint but the PK and graded ones."""
     endpoints = sorted(map(str, study.observations["endpoint"].unique()))
-    return [e for e in endpoints if e != study.pk_endpoint]
+    return [e for e in endpoints if e != study.pk_endpoint and e not in study.roles.graded]
 
 
 def _endpoint_data(study: StudyEvents, endpoint: str) -> tuple[_Data, np.ndarray]:

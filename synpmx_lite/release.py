@@ -45,6 +45,7 @@ FINGERPRINT_FIELDS = (
     "omega",
     "residual",
     "pd",
+    "graded",
     "covariates",
     "categories",
     "reference_weight",
@@ -282,6 +283,20 @@ def _schema(released: object) -> _Schema:
                 schema.value_problems.append(f"{path} is not one of the endpoints")
             if name == released.get("pk_endpoint"):
                 schema.value_problems.append(f"{path} is the PK endpoint")
+    if "graded" in released and schema.names(released["graded"], "graded"):
+        for name, pairs in released["graded"].items():
+            for i, pair in enumerate(schema.items(pairs, f"graded.{name}")):
+                path = f"graded.{name}[{i}]"
+                if not isinstance(pair, list) or len(pair) != 2:
+                    schema.type_problems.append(f"{path} must be a [level, frequency] pair")
+                    continue
+                schema.number(pair[0], f"{path} level", low=-math.inf)
+                schema.number(pair[1], f"{path} frequency", high=1.0, open_low=True)
+            endpoints = released.get("endpoints")
+            if isinstance(endpoints, dict) and name not in endpoints:
+                schema.value_problems.append(f"graded.{name} is not one of the endpoints")
+            if name == released.get("pk_endpoint") or name in _mapping_keys(released.get("pd")):
+                schema.value_problems.append(f"graded.{name} is also a PK or PD endpoint")
     if "covariates" in released and schema.names(released["covariates"], "covariates"):
         for name, summary in released["covariates"].items():
             path = f"covariates.{name}"
@@ -377,6 +392,10 @@ class Fingerprint:
     typical, omega, residual : dict
         Typical values, between-subject variances and residual errors, at one significant
         figure.
+    graded : dict
+        Per yes/no or graded endpoint, a list of ``[level, frequency]`` pairs: the share of
+        its observations at each level, pooled over visits, at two figures (levels observed in
+        fewer than ``min_category_patients`` patients folded into the most common).
     pd : dict
         Per continuous PD endpoint: ``shape`` (a key of :data:`synpmx_lite.pd.PD_SHAPES`),
         ``baseline``, ``baseline_sd`` (between-subject SD, endpoint units), ``parameters``
@@ -413,6 +432,7 @@ class Fingerprint:
     omega: dict
     residual: dict
     pd: dict
+    graded: dict
     covariates: dict
     categories: dict
     reference_weight: float | None
@@ -483,6 +503,8 @@ class Fingerprint:
                 f"between-subject SD {model['baseline_sd']:g}; {shape}; residual SD "
                 f"{model['residual']:g}"
             )
+        for name, levels in self.graded.items():
+            lines.append(f"graded {name}: " + ", ".join(f"{lv:g} {fr:g}" for lv, fr in levels))
         for name, summary in self.covariates.items():
             lines.append(
                 f"covariate {name}: geometric mean {summary['geometric_mean']:g}, "

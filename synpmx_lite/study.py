@@ -64,6 +64,7 @@ class PmxRoles:
     model: PkModel = field(default_factory=PkModel)
     fit_pk: bool = True
     keep: tuple[str, ...] = ()
+    graded: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -100,6 +101,7 @@ def pmx_roles(
     model: PkModel | None = None,
     fit_pk: bool = True,
     keep: tuple[str, ...] | list[str] = (),
+    graded: tuple[str, ...] | list[str] = (),
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -145,6 +147,10 @@ def pmx_roles(
         the synthetic patients of an arm, such as a site or a formulation. An arm's value is
         its most common one, released only where at least ``min_arm_patients`` of the arm's
         patients hold it, and written as missing otherwise.
+    graded : sequence of str
+        Endpoints (``dvid`` values) that are yes/no or graded, their values levels (0/1, or
+        grades): released as level frequencies pooled over visits, not fitted. Every other
+        endpoint but the PK one is a continuous PD endpoint.
 
     Returns
     -------
@@ -191,6 +197,13 @@ def pmx_roles(
         raise ValueError(
             f"keep columns must not be covariates, got {sorted(set(keep) & set(covariates))}"
         )
+    if isinstance(graded, str) or not isinstance(graded, list | tuple):
+        raise TypeError(f"graded must be a list or tuple of endpoint names, got {graded!r}")
+    graded = tuple(graded)
+    if not all(isinstance(e, str) and e for e in graded):
+        raise TypeError(f"graded must hold endpoint names (non-empty strings), got {graded!r}")
+    if pk_endpoint is not None and pk_endpoint in graded:
+        raise ValueError(f"the PK endpoint {pk_endpoint!r} cannot be graded")
     if not isinstance(fit_pk, bool):
         raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
     if not fit_pk and (pk_endpoint is not None or log_dv):
@@ -205,6 +218,7 @@ def pmx_roles(
         model=model if model is not None else PkModel(),
         fit_pk=fit_pk,
         keep=keep,
+        graded=graded,
     )
 
 
@@ -566,7 +580,12 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
     "pheno_sd": (
         "pheno_sd.csv",
         pmx_roles(
-            **_NM, mdv="MDV", covariates=["WT", "APGR"], weight="WT", model=PkModel(route="iv")
+            **_NM,
+            mdv="MDV",
+            covariates=["WT", "APGR"],
+            categorical=["APGR"],
+            weight="WT",
+            model=PkModel(route="iv"),
         ),
     ),
     "mavoglurant": (

@@ -39,6 +39,7 @@ def known_fingerprint(n=12, **changes):
         omega={"cl": 0.09, "v": 0.04},
         residual={"additive": 0.05, "proportional": 0.1},
         pd={},
+        graded={},
         covariates={"WT": {"geometric_mean": 70.0, "sdlog": 0.2}},
         categories={"SEX": [["F", 0.5], ["M", 0.5]]},
         reference_weight=70.0,

@@ -29,6 +29,7 @@ def fingerprint(n=3000, **changes):
         omega={"cl": 0.09, "v": 0.04},
         residual={"additive": 0.05, "proportional": 0.1},
         pd={},
+        graded={},
         covariates={"WT": {"geometric_mean": 70.0, "sdlog": 0.2}},
         categories={"SEX": [["F", 0.3], ["M", 0.7]]},
         reference_weight=70.0,

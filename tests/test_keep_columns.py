@@ -3,7 +3,6 @@
 import dataclasses
 import json
 
-import pandas as pd
 import pytest
 from simulated import SIMULATED_ROLES, small_study
 
