@@ -653,9 +653,11 @@ def model_privacy_checks(
 
 
 def _free_frequencies(fingerprint: Fingerprint) -> int:
-    """Released frequencies free to vary: levels less one per covariate, arms less one,
-    attendance rates below 1 and a dose-change rate strictly between 0 and 1."""
+    """Released frequencies free to vary: levels less one per covariate and per graded
+    endpoint, arms less one, attendance rates below 1 and a dose-change rate strictly between
+    0 and 1."""
     levels = sum(len(pairs) - 1 for pairs in fingerprint.categories.values())
+    levels += sum(len(pairs) - 1 for pairs in fingerprint.graded.values())
     arms = max(len(fingerprint.arms) - 1, 0)
     attendance = sum(e["attendance"] < 1 for e in fingerprint.endpoints.values())
     return levels + arms + attendance + int(0 < fingerprint.dose_change_rate < 1)
@@ -689,10 +691,11 @@ def privacy_checks_across_studies(
         ``random_effects`` (between-subject variances released, PK and PD), ``pd_models``
         (each PD endpoint's chosen shape), ``attendance_below_1``
         (attendance rates released below 1) and ``free_frequencies`` (category levels less
-        one per covariate, arms less one, attendance rates below 1 and dose-change rates
-        strictly between 0 and 1), and ``fit``: "converged", or the diagnostics of a PK or PD
-        fit that is not to be trusted (:class:`synpmx_lite.estimation.FitWarning` is not raised
-        here; this column carries it).
+        one per covariate and per graded endpoint, arms less one, attendance rates below 1
+        and dose-change rates strictly between 0 and 1), and ``fit``: "converged", or the
+        diagnostics of a PK or PD fit that is not to be trusted
+        (:class:`synpmx_lite.estimation.FitWarning` is not raised here; this column carries
+        it).
     """
     if names is None:
         names = list(DATASETS)
