@@ -21,15 +21,18 @@ P3        No released number equals, at the precision it is released with, a val
           the weights, planned doses, dose times and durations against the individual doses,
           visit times against the observation times (and nominal times), covariate means
           against the covariate's values, category levels and frequencies against the
-          source counts; covariate summaries rest on at least ``k`` kept patients after
+          source counts, a graded endpoint's levels against the patients observed at each,
+          a keep column's value against its holders, a PD baseline against the patients'
+          first observations; covariate summaries rest on at least ``k`` kept patients after
           trimming; no number carries more significant figures than its rule allows.
 P4        Every released frequency has at least ``k`` patients on each side, and no released
           total differs from the sum of its released parts, or from any one part, by a group
           under ``k`` (subtraction); the release's own P4 verdict agrees.
 P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
-          or more fails); the released PK estimates are those of the fit whose influence was
-          read; the release's own P5 verdict agrees. Below 10 patients nobody can be left
-          out, and the result says so.
+          or more fails; a PD shape parameter's move counted past the second bar); the
+          released PK and PD estimates are those of the fits whose influence was read; the
+          release's own P5 verdict agrees. Below 10 patients nobody can be left out, and the
+          result says so.
 ========  ==========================================================================
 
 Here ``k`` is ``min_arm_patients``, and ``min_category_patients`` for category levels, each at

@@ -1,7 +1,8 @@
 r"""The model generator's estimation and its fingerprint: what is fitted, and what is released.
 
-:func:`synpmx_model_estimate` fits the population PK model to a study, in rounds that leave out
-the patients who move a released estimate too far (:mod:`synpmx_lite.influence`).
+:func:`synpmx_model_estimate` fits the population PK model and the model of each continuous PD
+endpoint to a study, in rounds that leave out the patients who move a released estimate too
+far (:mod:`synpmx_lite.influence`).
 :func:`model_fingerprint` builds from that fit, through the allowlist of
 :mod:`synpmx_lite.release`, everything that is released, applying the rules of
 :mod:`synpmx_lite.protections`; :func:`model_privacy_checks` hands the released JSON and the
@@ -29,17 +30,22 @@ The protections, as the R generator states them, with where this engine is stric
    counted once per patient; a dose-change rate is set to 0 where fewer changed their dose
    and to 1 where fewer kept it; a category level held by fewer than
    ``min_category_patients`` is folded into the most common level, and a covariate left with
-   fewer than two levels is withheld. Category frequencies count the released cohort, left-out
-   patients included, so that no pair of released counts differs by the left-out group.
+   fewer than two levels is withheld; the same for the levels of a yes/no or graded endpoint
+   (observed in fewer patients), pooled over visits; a keep column's value on an arm is
+   written as missing where fewer than ``min_arm_patients`` of the arm's patients hold it.
+   Category frequencies count the released cohort, left-out patients included, so that no
+   pair of released counts differs by the left-out group.
 4. Covariate summaries without their extremes: mean and SD on the log scale after setting
    aside the highest and lowest 5 % of patients (at least one each side), the SD divided by
    the SD of a normal truncated at the same quantiles; withheld unless at least
    ``min_arm_patients`` kept patients remain once the extremes are set aside.
-5. One significant figure for PK estimates, two for covariate summaries and shares.
+5. One significant figure for PK and PD estimates, two for covariate summaries and shares.
 6. Influence: how far leaving out each patient moves each released estimate (see
-   :func:`synpmx_lite.influence.influence_moves`), with rounds that leave out the patients who
-   move one by 15 or more, while they number at most a tenth of the cohort (so nobody below 10
-   patients).
+   :func:`synpmx_lite.influence.influence_moves`, and for the PD models, read from exact
+   leave-one-out refits with the second bar on shape parameters,
+   :func:`synpmx_lite.influence.pd_influence_moves`), with rounds that leave out the patients
+   who move one by 15 or more from every model's estimate, while they number at most a tenth
+   of the cohort (so nobody below 10 patients).
 
 References
 ----------

@@ -247,6 +247,11 @@ class PdFit:
         Every shape tried: its OFV, parameters counted, AIC and convergence.
     ids : numpy.ndarray
         Source IDs of the fitted patients, in order (stays in the secure environment).
+    x : numpy.ndarray
+        The optimum on the internal scale (log baseline, shape, log spread, log residual),
+        where the leave-one-out refits start.
+    data : object
+        The endpoint's observations as the objective reads them (for the refits).
     """
 
     endpoint: str
@@ -262,7 +267,7 @@ class PdFit:
     candidates: pd.DataFrame
     ids: np.ndarray
     x: np.ndarray
-    data: _Data
+    data: object
 
     def estimates(self) -> dict:
         """Every released estimate by name: baseline, baseline_sd, shape parameters, residual."""
