@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from synpmx_lite.cases import constructed_warfarin_cases
-from synpmx_lite.fingerprint import model_fingerprint, model_privacy_checks, synpmx_model_estimate
+from synpmx_lite.fingerprint import (
+    model_fingerprint,
+    model_privacy_checks,
+    privacy_checks_across_studies,
+    synpmx_model_estimate,
+)
 from synpmx_lite.generate import synpmx_model_generate
 from synpmx_lite.influence import pd_influence_moves
 from synpmx_lite.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
@@ -248,3 +253,12 @@ def test_a_study_without_a_pk_fit_takes_no_pk_endpoint():
         pmx_roles(id="i", time="t", dv="y", amt="a", evid="e", fit_pk=False, pk_endpoint="cp")
     with pytest.raises(TypeError, match="fit_pk"):
         pmx_roles(id="i", time="t", dv="y", amt="a", evid="e", fit_pk="no")
+
+
+def test_the_across_studies_table_holds_the_pd_models():
+    table = privacy_checks_across_studies(["warfarin", "wbcSim"]).set_index("study")
+    assert table.loc["warfarin", "pd_models"] == "pca: transient"
+    assert table.loc["wbcSim", "pd_models"].startswith("DV: ")
+    # Warfarin: three PK variances and the pca baseline's; wbcSim: its baseline's alone.
+    assert list(table["random_effects"]) == [4, 1]
+    assert (table[["P1", "P2", "P3", "P4"]] == "pass").all().all()
