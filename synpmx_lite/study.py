@@ -580,12 +580,7 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
     "pheno_sd": (
         "pheno_sd.csv",
         pmx_roles(
-            **_NM,
-            mdv="MDV",
-            covariates=["WT", "APGR"],
-            categorical=["APGR"],
-            weight="WT",
-            model=PkModel(route="iv"),
+            **_NM, mdv="MDV", covariates=["WT", "APGR"], weight="WT", model=PkModel(route="iv")
         ),
     ),
     "mavoglurant": (
