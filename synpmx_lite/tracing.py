@@ -497,6 +497,7 @@ class DpMeanQuery:
         numpy.ndarray
             The draws.
         """
+        shape = tuple(check_count(n, "shape", minimum=0) for n in np.atleast_1d(shape).tolist())
         return check_rng(rng).laplace(0.0, self.scale, shape)
 
 
@@ -1007,7 +1008,7 @@ def simulate_tracing(
     reference_size: int,
     trials: int,
     epsilon: float | Sequence[float] | None = None,
-    statistics: Sequence[str] = STATISTICS,
+    statistics: Sequence[str] | None = None,
     delta: float = 0.05,
     records: object = None,
     rng: object = None,
@@ -1043,8 +1044,11 @@ def simulate_tracing(
         Trials per predicate count, at least 2.
     epsilon : float, sequence of float or None, default None
         Budget(s) of the DP release, each positive; ``inf`` or None for exact answers.
-    statistics : sequence of str, default all of :data:`STATISTICS`
-        The statistics to compute. "figure 1, unclipped" is computed for noisy answers only.
+    statistics : sequence of str or None, default None
+        The statistics to compute, some of :data:`STATISTICS`; None for all that apply.
+        "figure 1, unclipped" applies to noisy answers only, "figure 2" to a
+        ``reference_size`` of at least 2: one named here that applies to none of the budgets
+        is refused.
     delta : float, default 0.05
         Level of the tests, in (0, 1).
     records : pandas.DataFrame, array_like or None
@@ -1071,7 +1075,7 @@ def simulate_tracing(
     reference_size = check_count(reference_size, "reference_size")
     trials = check_count(trials, "trials", minimum=2)
     epsilons = _check_epsilons(epsilon)
-    wanted = _check_statistics(statistics)
+    wanted = STATISTICS if statistics is None else _check_statistics(statistics)
     delta = _check_delta(delta)
     hashes = _record_hashes(load_pums() if records is None else records)
     people = sample_size + 1 + reference_size
@@ -1090,6 +1094,13 @@ def simulate_tracing(
         ]
         for e in epsilons
     }
+    computed = {name for names in per_budget.values() for name in names}
+    if statistics is not None and set(wanted) - computed:
+        raise ValueError(
+            f"statistics {sorted(set(wanted) - computed)} cannot be computed here: "
+            f'"figure 1, unclipped" needs a finite epsilon and "figure 2" a reference_size of '
+            f"at least 2 (got epsilon {list(epsilons)}, reference_size {reference_size})"
+        )
     _check_size(
         trials,
         people,

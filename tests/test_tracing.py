@@ -517,6 +517,16 @@ def test_bad_input():
         simulate_tracing([10], **settings_, epsilon="1")
     with pytest.raises(ValueError, match="statistics"):
         simulate_tracing([10], **settings_, statistics=["figure 3"])
+    # Found in review: a statistic that applies to none of the budgets was dropped silently,
+    # and with nothing left the run failed inside pandas.
+    with pytest.raises(ValueError, match=r"'figure 2'.* reference_size of at least 2"):
+        simulate_tracing([10], **settings_, statistics="figure 2")
+    with pytest.raises(ValueError, match=r"'figure 1, unclipped'.* finite epsilon"):
+        simulate_tracing([10], **settings_, statistics=["figure 1", "figure 1, unclipped"])
+    with pytest.raises(ValueError, match="shape"):
+        dp_mean_query(5, 10, 1.0).simulated_noise((3, -1), rng=1)
+    with pytest.raises(TypeError, match="shape"):
+        dp_mean_query(5, 10, 1.0).simulated_noise("10", rng=1)
     with pytest.raises(ValueError, match="epsilon"):
         dp_mean_query(5, 10, 0.0)
     with pytest.raises(ValueError, match="rows"):
