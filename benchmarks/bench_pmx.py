@@ -6,7 +6,8 @@ additive error, the fits ``benchmarks/bench_nlme.py`` times beside R's nlme. The
 run is what the model generator does with a study: the FOCE-I fit, the influence rounds, the
 fingerprint, checks P1-P5 and one synthetic dataset, with the PD model of ``pca`` and its
 leave-one-out refits. The budget for it is 10 s on a 2-core machine. The misdosed case (one
-patient's concentrations times 1000) needs a second round with that patient left out.
+patient's concentrations times 1000) needs a second round with that patient left out; wbcSim
+is the full run of a study with a PD endpoint and no PK model.
 
 Run from the repository's root::
 
@@ -81,6 +82,8 @@ def main() -> None:
     misdosed_seconds = timed(full_run, misdosed, roles)
     rounds = full_run(misdosed, roles).privacy.left_out.rounds
     print(f"misdosed warfarin, full run ({rounds} rounds): {misdosed_seconds:.2f} s")
+    wbc_seconds = timed(full_run, *load_dataset("wbcSim"))
+    print(f"wbcSim (one PD endpoint, no PK model), full run: {wbc_seconds:.2f} s")
     seconds = timed(full_run, data, roles)
     print(f"budget: {BUDGET_SECONDS:.0f} s; used {100 * seconds / BUDGET_SECONDS:.0f} %")
     print(f"warfarin_full_run_seconds: {seconds:.3f}")
