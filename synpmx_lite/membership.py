@@ -60,6 +60,7 @@ __all__ = [
     "auc_standard_error",
     "draw_attendance",
     "membership_tables",
+    "r_reference_tables",
     "population_attack",
     "release_shares",
     "roc_curve",
