@@ -9,14 +9,17 @@ The model, for patient :math:`i` and observation :math:`j` of a PD endpoint at t
     b_i \sim N(0, \omega^2), \quad \varepsilon_{ij} \sim N(0, \sigma^2),
 
 a baseline :math:`B` with between-subject spread :math:`\omega` (in the endpoint's units), a
-shape :math:`h` with :math:`h(0) = 1`, and an additive residual error :math:`\sigma`. Three
-shapes, each nested in the next (:data:`PD_SHAPES`):
+shape :math:`h` with :math:`h(0) = 1`, and an additive residual error :math:`\sigma`. Four
+shapes (:data:`PD_SHAPES`), the first three each nested in the next:
 
 * ``slope``: :math:`h = 1 + s t`, a steady relative change per hour;
 * ``plateau``: :math:`h = 1 + P(1 - e^{-k t})`, a relative change approaching the plateau
   :math:`P` at the rate :math:`k`;
 * ``transient``: :math:`h = 1 + P(1 - e^{-k t}) e^{-r t}`, the same change fading at the
-  recovery rate :math:`r` (warfarin's prothrombin activity falls for two days and returns).
+  recovery rate :math:`r` (warfarin's prothrombin activity falls for two days and returns);
+* ``nadir``: :math:`h = 1 + D\,(t/T)\,e^{1 - t/T}`, a change that reaches its depth :math:`D`
+  (relative to the baseline; positive for a peak) at the time :math:`T` and fades, the limit
+  of the transient shape as its onset slows and its plateau deepens together.
 
 The shape is chosen per endpoint by Akaike's criterion, the OFV plus twice the number of
 estimated parameters, among the fits that converged.
@@ -38,7 +41,7 @@ are on an internal scale: the baseline, the rates, :math:`\omega` and :math:`\si
 log scale, time divided by the endpoint's last observation time.
 
 The seed's generator describes the PD shapes only as "a slope, or a plateau and a rate"; the
-``transient`` shape is this engine's addition, for endpoints that recover.
+``transient`` and ``nadir`` shapes are this engine's additions, for endpoints that recover.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ PD_SHAPES = {
     "slope": ("slope",),
     "plateau": ("plateau", "rate"),
     "transient": ("plateau", "rate", "recovery"),
+    "nadir": ("depth", "nadir_time"),
 }
 
 _STEP = 1e-4  # central differences on the internal scale
@@ -99,6 +103,9 @@ def pd_response(shape: str, parameters: dict, time: object) -> np.ndarray:
     t = np.asarray(time, dtype=float)
     if shape == "slope":
         return 1 + parameters["slope"] * t
+    if shape == "nadir":
+        relative = t / parameters["nadir_time"]
+        return 1 + parameters["depth"] * relative * np.exp(1 - relative)
     effect = parameters["plateau"] * -np.expm1(-parameters["rate"] * t)
     if shape == "transient":
         effect = effect * np.exp(-parameters["recovery"] * t)
@@ -109,6 +116,9 @@ def _shape_batch(shape: str, z: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """``h`` ``(B, N)`` at internal times ``tau`` for internal shape parameters ``z`` ``(B, m)``."""
     if shape == "slope":
         return 1 + z[:, :1] * tau
+    if shape == "nadir":
+        relative = tau / np.exp(np.clip(z[:, 1:2], -_LOG_BOUND, _LOG_BOUND))
+        return 1 + z[:, :1] * relative * np.exp(1 - relative)
     rate = np.exp(np.clip(z[:, 1:2], -_LOG_BOUND, _LOG_BOUND))
     effect = z[:, :1] * -np.expm1(-rate * tau)
     if shape == "transient":
@@ -321,6 +331,9 @@ def _natural(shape: str, x: np.ndarray, scale: float) -> dict:
     z = x[..., 1:-2]
     if shape == "slope":
         out["slope"] = z[..., 0] / scale
+    elif shape == "nadir":
+        out["depth"] = z[..., 0]
+        out["nadir_time"] = np.exp(z[..., 1]) * scale
     else:
         out["plateau"] = z[..., 0]
         out["rate"] = np.exp(z[..., 1]) / scale
@@ -342,6 +355,11 @@ def _starts(shape: str, data: _Data) -> np.ndarray:
     if shape == "slope":
         slope = float(relative @ data.tau / max(data.tau @ data.tau, 1e-12))
         starts.append([*head, slope, *tail])
+    elif shape == "nadir":
+        for time in (0.01, 0.03, 0.1, 0.3):
+            g = data.tau / time * np.exp(1 - data.tau / time)
+            depth = float(relative @ g / max(g @ g, 1e-12))
+            starts.append([*head, depth, np.log(time), *tail])
     else:
         recoveries = [None] if shape == "plateau" else [0.3, 1.0, 3.0]
         for rate in (1.0, 5.0, 20.0, 80.0):

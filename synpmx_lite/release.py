@@ -276,7 +276,7 @@ def _schema(released: object) -> _Schema:
             allowed = names if names is not None else tuple(_mapping_keys(parameters))
             if schema.keys(parameters, f"{path}.parameters", allowed):
                 for key, number in parameters.items():
-                    low = -math.inf if key in ("slope", "plateau") else 0.0
+                    low = -math.inf if key in ("slope", "plateau", "depth") else 0.0
                     schema.number(number, f"{path}.parameters.{key}", low=low, open_low=True)
             endpoints = released.get("endpoints")
             if isinstance(endpoints, dict) and name not in endpoints:

@@ -27,6 +27,7 @@ TRUE = {
     "slope": {"slope": -0.004},
     "plateau": {"plateau": -0.6, "rate": 0.05},
     "transient": {"plateau": -1.2, "rate": 0.04, "recovery": 0.01},
+    "nadir": {"depth": -0.7, "nadir_time": 40.0},
 }
 BASELINE, SPREAD, RESIDUAL = 80.0, 8.0, 3.0
 
@@ -62,7 +63,7 @@ def test_each_shape_is_recovered_by_re_estimation(shape):
 
 
 def test_the_criterion_picks_the_simulated_shape_over_a_simpler_one():
-    for shape in ("plateau", "transient"):
+    for shape in ("plateau", "transient", "nadir"):
         fit = fit_pd_endpoint(prepare_study(simulated_pd_study(shape), ROLES), "effect")
         assert fit.shape == shape
         aic = fit.candidates.set_index("shape")["aic"]
