@@ -77,10 +77,12 @@ def main() -> None:
         per_refit = (time.perf_counter() - one_by_one) / 3
         engine[name] = (fit, seconds, loo_seconds, per_refit * fit.n_patients)
         since_first_dose(study, endpoint).to_csv(directory / f"{name}.csv", index=False)
-        start = {"p": np.nan, "lk": np.nan, "lr": np.nan, "s": np.nan}
+        start = {"p": np.nan, "lk": np.nan, "lr": np.nan, "s": np.nan, "d": np.nan, "lt": np.nan}
         parameters = fit.parameters
         if fit.shape == "slope":
             start["s"] = parameters["slope"]
+        elif fit.shape == "nadir":
+            start["d"], start["lt"] = parameters["depth"], np.log(parameters["nadir_time"])
         else:
             start["p"], start["lk"] = parameters["plateau"], np.log(parameters["rate"])
             if fit.shape == "transient":

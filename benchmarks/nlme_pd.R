@@ -17,9 +17,11 @@ fits <- read.csv(file.path(directory, "pd_fits.csv"), stringsAsFactors = FALSE)
 formulas <- list(
   slope = dv ~ b0 * (1 + s * time),
   plateau = dv ~ b0 * (1 + p * (1 - exp(-exp(lk) * time))),
-  transient = dv ~ b0 * (1 + p * (1 - exp(-exp(lk) * time)) * exp(-exp(lr) * time))
+  transient = dv ~ b0 * (1 + p * (1 - exp(-exp(lk) * time)) * exp(-exp(lr) * time)),
+  nadir = dv ~ b0 * (1 + d * time / exp(lt) * exp(1 - time / exp(lt)))
 )
-parameters <- list(slope = c("s"), plateau = c("p", "lk"), transient = c("p", "lk", "lr"))
+parameters <- list(slope = c("s"), plateau = c("p", "lk"), transient = c("p", "lk", "lr"),
+                   nadir = c("d", "lt"))
 
 rows <- list()
 for (i in seq_len(nrow(fits))) {
