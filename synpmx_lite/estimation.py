@@ -37,7 +37,14 @@ prediction :math:`f` goes to 0: a fit could gain any amount by placing a patient
 just before a sample measured as 0. Such observations are records below the limit of
 quantification, and under proportional error they are left out of the likelihood, Beal's
 method M1 (Beal 2001). Neither rule touches the additive or combined models, whose variance
-is never 0.
+is never 0. Both are conventions, not likelihoods, and the fit says where it used them
+(``n_left_out``, ``n_unit_variance``, printed with the fit). A proportional fit that leaves
+observations out is fitted to fewer data than an additive or combined one: their OFVs cannot
+be compared. The variance of 1 is in the observations' units, so that the terms :math:`y^2`
+depend on them: harmless for samples before the first dose, whose prediction is 0 whatever
+the parameters (a constant in the OFV), but a fit that predicts 0 for a sample taken after a
+dose (a lag time placed past it) trades the sample's fit for :math:`y^2`, and its estimates
+change with the units. Such a fit is reported as not converged.
 
 **Method.**
 
@@ -68,8 +75,10 @@ is never 0.
   standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
 * Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
   between-subject SD has collapsed to its floor, every mode converged, the covariance step
-  succeeded, and a Newton step from the optimum would gain less than 0.001 in OFV; otherwise
-  a :class:`FitWarning` says what went wrong and ``converged`` is False.
+  succeeded, every parameter's 95 % interval is narrower than a factor 100 either way (RSE
+  below 235 %), a Newton step from the optimum would gain less than 0.001 in OFV, and no
+  sample after a dose is predicted as 0 under proportional error; otherwise a
+  :class:`FitWarning` says what went wrong and ``converged`` is False.
 
 Eta-shrinkage is :math:`1 - \mathrm{SD}(\hat\eta_k)/\omega_k`.
 
@@ -131,6 +140,9 @@ _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the star
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
 _HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
 _NEWTON_GAIN = 1e-3  # OFV a Newton step from a converged optimum may still gain
+# A log-scale SE above this gives a 95 % interval wider than a factor 100 either way: the
+# data do not determine the parameter, however the Hessian's inverse came out.
+_UNDETERMINED_LOG_SE = np.log(100.0) / 1.96
 _LOG_BOUND = 25.0  # individual parameters stay within exp(+-25)
 _TINY = 1e-300
 
@@ -171,7 +183,7 @@ class PopulationFit:
     iterations : int
         Outer (L-BFGS-B) iterations of the run that reached the reported optimum.
     n_observations : int
-        Observations fitted.
+        Observations in the likelihood.
     covariance : pandas.DataFrame or None
         Covariance of the estimates on the log scale, :math:`2R^{-1}` (rows and columns a
         MultiIndex of ``("typical" | "omega_sd" | "residual", name)``); None where the
@@ -185,6 +197,13 @@ class PopulationFit:
         (``start cl``, ...), the OFV there, the OFV it reached, its iterations, and whether
         it stopped on reaching an earlier run's optimum (``joined_earlier_run``); the
         reported optimum is the lowest.
+    n_left_out : int
+        Observations of exactly 0 left out of the likelihood (proportional error only,
+        Beal's M1; see :mod:`synpmx_lite.estimation`). Fits that leave out different
+        observations have OFVs that cannot be compared.
+    n_unit_variance : int
+        Non-zero observations predicted as exactly 0 at the estimates, whose proportional
+        error variance is set to 1 (each adds its squared value to the OFV).
     """
 
     model: PkModel
@@ -202,6 +221,8 @@ class PopulationFit:
     sandwich: pd.DataFrame | None = None
     diagnostics: tuple[str, ...] = ()
     starts: pd.DataFrame | None = None
+    n_left_out: int = 0
+    n_unit_variance: int = 0
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -267,6 +288,16 @@ class PopulationFit:
             table,
             f"OFV {self.ofv:.2f} ({status})",
         ]
+        if self.n_left_out:
+            lines.append(
+                f"note: {self.n_left_out} observations of 0 left out of the likelihood "
+                "(proportional error, Beal's M1)"
+            )
+        if self.n_unit_variance:
+            lines.append(
+                f"note: {self.n_unit_variance} non-zero observations predicted as 0, "
+                "with variance 1 (they add their squares to the OFV)"
+            )
         lines += [f"warning: {message}" for message in self.diagnostics]
         return "\n".join(lines)
 
@@ -311,6 +342,10 @@ class _Problem:
         # Under proportional error an observed 0 has a density that grows without bound as
         # the prediction goes to 0: left out of the likelihood (see the module docstring).
         self.left_out = (self.y == 0) if error == "proportional" else None
+        # Observations a dose reaches after some time has elapsed: a prediction of 0 there is
+        # not structural (before the first dose) but set by the parameters (a lag time).
+        timed = (self.dosing.amount > 0) & (self.dosing.elapsed > 0)
+        self.after_dose = np.add.reduceat(timed, self.dosing.pair_start) > 0
 
     def per_patient(self, values: np.ndarray, axis: int) -> np.ndarray:
         return np.add.reduceat(values, self.patient_start, axis=axis)
@@ -800,15 +835,18 @@ def fit_population(
     Raises
     ------
     ValueError
-        For an unknown error model, a proportional error on log concentrations, fewer than
-        one iteration, or concentrations none of which is positive.
+        For an unknown error model, a proportional error on log concentrations, an oral
+        model for a study with infusions, fewer than one iteration, or concentrations none of
+        which is positive.
 
     Warns
     -----
     FitWarning
         When the fit must not be trusted (``converged`` False): a parameter at a bound, a
-        between-subject SD at its floor, a mode not found, a failed covariance step, or an
-        optimizer stopped away from a stationary point.
+        between-subject SD at its floor, a mode not found, a failed covariance step, a
+        parameter the data do not determine (RSE above 235 %), an optimizer stopped away
+        from a stationary point, or (proportional error) a sample after a dose predicted
+        as 0.
 
     Notes
     -----
@@ -823,10 +861,15 @@ def fit_population(
         raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
     if error is None:
         error = "additive" if study.roles.log_dv else "combined"
-    if error not in ERROR_MODELS:
+    if not isinstance(error, str) or error not in ERROR_MODELS:
         raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
     if study.roles.log_dv and error != "additive":
         raise ValueError("log concentrations (roles.log_dv) take error='additive'")
+    if model.route == "oral" and np.any(study.dose_duration > 0):
+        raise ValueError(
+            f"model {model} takes no infusions, and the study's doses include infusions: "
+            "use PkModel(route='iv')"
+        )
     max_iterations = check_count(max_iterations, "max_iterations")
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
         raise ValueError(
@@ -892,6 +935,10 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
     index = _parameter_index(problem)
     diagnostics = []
     names = [f"{kind} {name}" for kind, name in index]
+    labels = [
+        f"the between-subject SD of {name}" if kind == "omega_sd" else f"{kind} {name}"
+        for kind, name in index
+    ]
     floor = at_low & (np.arange(k) >= p) & (np.arange(k) < 2 * p)
     for i in np.flatnonzero(floor):
         diagnostics.append(
@@ -931,6 +978,13 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         free_names = index[free_index]
         covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
         sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
+        log_se = np.sqrt(2 * np.diag(r_inverse))
+        for i, se in zip(free_index, log_se, strict=True):
+            if se > _UNDETERMINED_LOG_SE:
+                diagnostics.append(
+                    f"the data do not determine {labels[i]}: its RSE is {100 * se:.3g} % "
+                    "(a 95 % interval wider than a factor 100 either way)"
+                )
         gain = 0.5 * free_gradient @ r_inverse @ free_gradient
         if gain > _NEWTON_GAIN:
             diagnostics.append(
@@ -944,6 +998,16 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         )
     if not np.isfinite(ofv):
         diagnostics.append("the OFV is not finite at the reported optimum")
+    n_left_out = 0 if problem.left_out is None else int(problem.left_out.sum())
+    unit_variance = final.terms["zero"][0] & (problem.y != 0)
+    escaped = unit_variance & problem.after_dose
+    if escaped.any():
+        diagnostics.append(
+            f"{int(escaped.sum())} non-zero observations taken after a dose are predicted as "
+            "exactly 0 (before a patient's lag time): under proportional error their variance "
+            "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
+            "the units of the observations; fit the combined error model"
+        )
     typical, omega, residual = _unpacked_series(problem, x)
     parameter_names = list(problem.model.parameters)
     eta_table = pd.DataFrame(
@@ -960,11 +1024,13 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         ofv=ofv,
         converged=not diagnostics,
         iterations=int(result.nit),
-        n_observations=problem.n_obs,
+        n_observations=problem.n_obs - n_left_out,
         covariance=covariance,
         sandwich=sandwich,
         diagnostics=tuple(diagnostics),
         starts=starts,
+        n_left_out=n_left_out,
+        n_unit_variance=int(unit_variance.sum()),
     )
     if diagnostics:
         warnings.warn(
@@ -1005,11 +1071,22 @@ def importance_sampling_ofv(
         -2 log-likelihood less :math:`N_{obs} \log 2\pi`, comparable with ``fit.ofv``.
     standard_error : float
         Its Monte Carlo standard error (delta method over patients).
+
+    Raises
+    ------
+    ValueError
+        For a fit made on other patients, estimates that are not positive, or fewer than
+        10 draws.
     """
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
     if not isinstance(fit, PopulationFit):
         raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+    if not np.array_equal(fit.eta.index.to_numpy(), study.ids):
+        raise ValueError("fit was not made on this study (its patients differ from the study's)")
+    estimates = np.r_[fit.typical.to_numpy(float), fit.omega.to_numpy(float), fit.residual]
+    if not (np.all(np.isfinite(estimates)) and np.all(estimates > 0)):
+        raise ValueError("fit's typical values, omega and residual error must be positive")
     draws = check_count(draws, "draws", minimum=10)
     rng = check_rng(seed)
     with _thread_pools().limit(limits=1, user_api="blas"):

@@ -136,9 +136,14 @@ def test_bad_input():
         fit_population(load_dataset("theo_sd")[0])
     with pytest.raises(TypeError, match="model"):
         fit_population(study, model="oral")
+    with pytest.raises(ValueError, match="error must be one of"):
+        fit_population(study, error=["additive"])
     nimo = prepare_study(*load_dataset("nimoData"))
     with pytest.raises(ValueError, match="additive"):
         fit_population(nimo, error="proportional")
+    mavoglurant = prepare_study(*load_dataset("mavoglurant"))
+    with pytest.raises(ValueError, match="infusions"):
+        fit_population(mavoglurant, model=PkModel(route="oral"))
 
 
 # --- The exact gradient ------------------------------------------------------------------------
@@ -273,6 +278,10 @@ def test_importance_sampling_checks_the_laplace_approximation():
         importance_sampling_ofv(study, "fit")
     with pytest.raises(ValueError, match="draws"):
         importance_sampling_ofv(study, fit, draws=1)
+    with pytest.raises(ValueError, match="not made on this study"):
+        importance_sampling_ofv(study.subset(np.arange(study.n_patients) < 6), fit)
+    with pytest.raises(ValueError, match="positive"):
+        importance_sampling_ofv(study, replace(fit, omega=0 * fit.omega))
 
 
 # --- Two-compartment searches ------------------------------------------------------------------
@@ -383,21 +392,52 @@ def test_proportional_error_at_a_zero_prediction():
 
 def test_proportional_error_at_a_zero_observation():
     """An observed 0 would let a proportional fit gain without bound by moving a patient's
-    lag to just before that sample; such observations are left out (M1). The lag-time fit of
-    warfarin then converges with an OFV above the combined model's (which keeps them), where
-    the floored variance gave 173 against 223."""
-    study = prepare_study(*load_dataset("warfarin"))
-    lag = PkModel(route="oral", lag=True)
-    proportional = fit_population(study, model=lag, error="proportional")
-    combined = fit_population(study, model=lag, error="combined")
-    assert proportional.converged and combined.converged
-    assert proportional.ofv > combined.ofv
-    # The zero observations add nothing: removing them leaves the OFV as it was.
+    lag to just before that sample (the floored variance gave an OFV of 173 against the
+    combined model's 223); such observations are left out (M1), and the fit says so."""
     data, roles = load_dataset("warfarin")
+    lag = PkModel(route="oral", lag=True)
+    proportional = fit_population(prepare_study(data, roles), model=lag, error="proportional")
+    assert proportional.converged
     zero = (data["evid"] == 0) & (data["dvid"] == "cp") & (data["dv"] == 0)
-    assert zero.sum() > 0
-    without = fit_population(prepare_study(data[~zero], roles), model=lag, error="proportional")
+    assert proportional.n_left_out == zero.sum() > 0
+    assert f"{proportional.n_left_out} observations of 0 left out" in str(proportional)
+    # The zero observations add nothing: removing them leaves the OFV as it was.
+    without_zeros = prepare_study(data[~zero], roles)
+    without = fit_population(without_zeros, model=lag, error="proportional")
     assert without.ofv == pytest.approx(proportional.ofv, abs=1e-3)
+    assert without.n_observations == proportional.n_observations and without.n_left_out == 0
+    # On the same observations, the combined model nests the proportional one.
+    combined = fit_population(without_zeros, model=lag, error="combined")
+    assert combined.converged and combined.ofv < proportional.ofv
+
+
+def test_a_lag_placed_past_a_sample_under_proportional_error_is_flagged():
+    """A prediction of 0 after a dose (before the lag) gives the sample variance 1: it adds
+    y^2 whatever the fit, so that in mg/L a theo_sd patient's lag moves past a small early
+    sample; in ug/L (y^2 a million times larger) it does not, and the estimates differ."""
+    study = prepare_study(*load_dataset("theo_sd"))
+    lag = PkModel(route="oral", lag=True)
+    with pytest.warns(FitWarning, match="1 non-zero observations taken after a dose"):
+        fit = fit_population(study, model=lag, error="proportional")
+    assert not fit.converged and fit.n_unit_variance == 4  # 3 pre-dose samples and this one
+    micrograms = replace(study, obs_dv=1000 * study.obs_dv)
+    rescaled = fit_population(micrograms, model=lag, error="proportional")
+    assert rescaled.converged and rescaled.n_unit_variance == 3
+    assert abs(rescaled.omega_sd["tlag"] / fit.omega_sd["tlag"] - 1) > 0.1
+
+
+def test_parameters_the_data_do_not_determine_are_flagged():
+    """Noise fitted with proportional error: the optimizer stops at a true optimum and the
+    covariance step succeeds, but absorption is not determined (ka's SE thousands of %)."""
+    data, roles = load_dataset("theo_sd")
+    noise = data.copy()
+    observed = noise["EVID"] == 0
+    level = np.log(noise.loc[observed, "DV"].median())
+    noise.loc[observed, "DV"] = np.random.default_rng(1).lognormal(level, 0.5, observed.sum())
+    with pytest.warns(FitWarning, match="the data do not determine typical ka"):
+        fit = fit_population(prepare_study(noise, roles), error="proportional")
+    assert not fit.converged and fit.covariance is not None
+    assert fit.summary().loc[("typical", "ka"), "rse_percent"] > 235
 
 
 def test_standard_errors_stay_out_of_the_released_fingerprint():
