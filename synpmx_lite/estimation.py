@@ -241,7 +241,14 @@ class PopulationFit:
         )
 
     def summary(self, method: str = "hessian") -> pd.DataFrame:
-        """The parameter table of a PMX report: estimate, SE, RSE % and shrinkage.
+        r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
+
+        Every parameter is estimated on the log scale, so that its RSE is
+        :math:`100\,\mathrm{SE}(\log\theta)` and its 95 % interval
+        :math:`\theta e^{\pm 1.96\,\mathrm{SE}(\log\theta)}` (never below 0); the SE on the
+        natural scale follows by the delta method, :math:`\theta\,\mathrm{SE}(\log\theta)`.
+        Between-subject variability is given as the SD of the log parameter (about the CV):
+        its RSE is half that of the variance :math:`\omega^2`, which NONMEM reports.
 
         Parameters
         ----------
@@ -252,10 +259,10 @@ class PopulationFit:
         -------
         pandas.DataFrame
             One row per estimated parameter (index ``(kind, name)`` with kind ``typical``,
-            ``omega_sd`` or ``residual``); columns ``estimate``, ``se`` (natural scale, by
-            the delta method), ``rse_percent`` and ``shrinkage_percent`` (between-subject
-            SDs only). SEs are NaN where the covariance step failed or the parameter sits
-            at a bound.
+            ``omega_sd`` or ``residual``); columns ``estimate``, ``se``, ``rse_percent``,
+            ``ci_low`` and ``ci_high`` (the 95 % interval), and ``shrinkage_percent``
+            (between-subject SDs only). SEs and intervals are NaN where the covariance step
+            failed or the parameter sits at a bound.
         """
         if method not in ("hessian", "sandwich"):
             raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
@@ -268,18 +275,27 @@ class PopulationFit:
             log_se.loc[covariance.index] = np.sqrt(np.diag(covariance.to_numpy()))
         shrinkage = pd.Series(np.nan, index=estimates.index)
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
+        half_width = special.ndtri(0.975) * log_se
         return pd.DataFrame(
             {
                 "estimate": estimates,
                 "se": estimates * log_se,
                 "rse_percent": 100 * log_se,
+                "ci_low": estimates * np.exp(-half_width),
+                "ci_high": estimates * np.exp(half_width),
                 "shrinkage_percent": shrinkage,
             }
         )
 
     def __str__(self) -> str:
         status = "converged" if self.converged else "NOT converged"
-        labels = {"se": "SE", "rse_percent": "RSE %", "shrinkage_percent": "shrinkage %"}
+        labels = {
+            "se": "SE",
+            "rse_percent": "RSE %",
+            "ci_low": "95 % CI low",
+            "ci_high": "95 % CI high",
+            "shrinkage_percent": "shrinkage %",
+        }
         table = self.summary().rename(columns=labels)
         table = table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
         lines = [

@@ -238,7 +238,9 @@ def test_standard_errors_agree_with_the_spread_over_replicates():
 def test_the_summary_is_a_pmx_parameter_table():
     fit = fit_population(prepare_study(*load_dataset("theo_sd")))
     summary = fit.summary()
-    assert list(summary.columns) == ["estimate", "se", "rse_percent", "shrinkage_percent"]
+    assert list(summary.columns) == [
+        "estimate", "se", "rse_percent", "ci_low", "ci_high", "shrinkage_percent"
+    ]  # fmt: skip
     assert summary.index.tolist() == [
         *(("typical", n) for n in ("cl", "v", "ka")),
         *(("omega_sd", n) for n in ("cl", "v", "ka")),
@@ -250,6 +252,12 @@ def test_the_summary_is_a_pmx_parameter_table():
     log_var = fit.covariance.loc[("typical", "cl"), ("typical", "cl")]
     assert summary.loc[("typical", "cl"), "se"] == pytest.approx(
         fit.typical["cl"] * np.sqrt(log_var)
+    )
+    # The 95 % interval is symmetric on the log scale: 1.96 SEs of the log estimate.
+    np.testing.assert_allclose(
+        np.log(summary[["ci_low", "ci_high"]]).sub(np.log(summary["estimate"]), axis=0),
+        np.outer(summary["rse_percent"] / 100, [-1.959964, 1.959964]),
+        rtol=1e-6,
     )
     np.testing.assert_allclose(
         summary.loc["omega_sd", "shrinkage_percent"], 100 * fit.shrinkage.to_numpy()
