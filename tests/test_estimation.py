@@ -7,8 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite import estimation
-from synpmx_lite.estimation import FitWarning, fit_population, importance_sampling_ofv
+from synpmx_lite import _foce, estimation
+from synpmx_lite.estimation import (
+    ERROR_MODELS,
+    FitWarning,
+    fit_population,
+    importance_sampling_ofv,
+)
 from synpmx_lite.pk import PkModel, predict_concentrations
 from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
 
@@ -164,22 +169,22 @@ def test_exact_gradient_and_mode_sensitivity_match_central_differences(
 ):
     """The OFV's gradient (envelope and implicit-function terms) and d eta_hat / dx, away from
     the optimum, against central differences with the modes solved to 1e-13."""
-    monkeypatch.setattr(estimation, "_MODE_TOLERANCE", 1e-13)
+    monkeypatch.setattr(_foce, "_MODE_TOLERANCE", 1e-13)
     study = prepare_study(*load_dataset(name))
-    problem = estimation._Problem(study, model, error)
+    problem = _foce._Problem(study, model, error, ERROR_MODELS[error])
     start = estimation._pooled_starts(problem, study)[0]
     residual = {"combined": [0.5, 0.1], "proportional": [0.1], "additive": [0.5]}[error]
     rng = np.random.default_rng(2)
     x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log(residual)]
     x = x + 0.05 * rng.standard_normal(x.size)
-    base = estimation._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
+    base = _foce._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
     assert base.converged.all()
-    _, gradient = estimation._ofv_and_gradient(problem, base)
-    sensitivity = estimation._mode_sensitivity(problem, base)[0]
+    _, gradient = _foce._ofv_and_gradient(problem, base)
+    sensitivity = _foce._mode_sensitivity(problem, base)[0]
     step = 1e-4
     points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
-    shifted = estimation._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
-    ofv, _ = estimation._ofv_and_gradient(problem, shifted)
+    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
+    ofv, _ = _foce._ofv_and_gradient(problem, shifted)
     total = ofv.sum(axis=1)
     numeric = (total[: x.size] - total[x.size :]) / (2 * step)
     np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-5, atol=1e-4)
@@ -360,7 +365,7 @@ def test_an_optimizer_stopped_early_is_not_converged():
 
 def test_modes_that_do_not_converge_are_reported(monkeypatch):
     """With no Newton step allowed, the modes stay where the warm start puts them."""
-    monkeypatch.setattr(estimation, "_MODE_ITERATIONS", 0)
+    monkeypatch.setattr(_foce, "_MODE_ITERATIONS", 0)
     study = prepare_study(*load_dataset("theo_sd"))
     with pytest.warns(FitWarning, match="modes of 12 patients did not converge"):
         fit = fit_population(study)
