@@ -244,12 +244,6 @@ class PopulationFit:
         """Patients fitted."""
         return len(self.eta)
 
-    def parameter_table(self) -> pd.DataFrame:
-        """Typical value, between-subject SD and shrinkage of each parameter, as a DataFrame."""
-        return pd.DataFrame(
-            {"typical": self.typical, "omega_sd": self.omega_sd, "shrinkage": self.shrinkage}
-        )
-
     def summary(self, method: str = "hessian") -> pd.DataFrame:
         r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
 
