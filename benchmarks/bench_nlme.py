@@ -203,6 +203,11 @@ def report_speed(engine: dict, nlme: pd.DataFrame | None) -> None:
         rows.append(row)
     table = pd.DataFrame(rows).set_index("study")
     table.loc["total"] = table.sum()
+    # A fit that stopped without converging would be timed short: say which did.
+    table["engine converged"] = [engine[n][0].converged for n in ONE_COMPARTMENT] + [""]
+    if nlme is not None:
+        done = nlme.set_index("study").loc[list(ONE_COMPARTMENT), "converged"].astype(bool)
+        table["nlme converged"] = [*done, ""]
     print(f"\nOne-compartment fits, additive error (median of {REPEATS} runs):")
     print(table.to_string(float_format=lambda v: f"{v:.3f}"))
 
