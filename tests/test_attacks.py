@@ -492,3 +492,41 @@ def test_a_malformed_release_fails_p1_and_the_other_checks_still_run(fit):
 def test_a_release_that_is_not_a_json_object_is_refused(fit, bad):
     with pytest.raises((TypeError, ValueError), match="released"):
         model_privacy_checks(fit, released=bad)
+
+
+# --- Review r9: one patient counted as several ------------------------------------------------
+
+
+def _entered_three_times(study, spellings):
+    """Patient 101, whose SEX only they hold, entered again under two more IDs."""
+    data = study.astype({"id": object})
+    data.loc[data["id"] == 101, "SEX"] = "X"
+    one = data[data["id"] == 101]
+    return pd.concat([data, *(one.assign(id=s) for s in spellings)], ignore_index=True)
+
+
+def test_one_patient_under_ids_that_read_alike_is_refused(study):
+    # Before, 101, "101" and " 101 " were three patients: level X, held by one patient, was
+    # released at 3/14 and every threshold passed.
+    data = _entered_three_times(study, ["101", " 101 "])
+    with pytest.raises(ValueError, match=r"IDs that read as one: \[101, '101', ' 101 '\]"):
+        prepare_study(data, SIMULATED_ROLES)
+
+
+def test_one_patient_under_new_ids_is_refused(study):
+    data = _entered_three_times(study, [113, 114])
+    with pytest.raises(ValueError, match="patient 101 period 1, patient 113 period 1"):
+        synpmx_model_estimate(data, SIMULATED_ROLES)
+
+
+def test_a_crossover_repeating_its_dose_is_not_a_duplicate(study):
+    # Patient 104's second period repeats its dose row exactly (time restarts at 0): rows in
+    # different periods are different events. Its own period copied row for row is not.
+    one = study[study["id"] == 104]
+    second = one.assign(dv=one["dv"] * 1.05)
+    data = pd.concat([study[study["id"] <= 104], second, study[study["id"] > 104]])
+    prepared = prepare_study(data.reset_index(drop=True), SIMULATED_ROLES)
+    assert prepared.doses["period"].max() == 1
+    copied = pd.concat([study[study["id"] <= 104], one, study[study["id"] > 104]])
+    with pytest.raises(ValueError, match="patient 104 period 1, patient 104 period 2"):
+        prepare_study(copied.reset_index(drop=True), SIMULATED_ROLES)
