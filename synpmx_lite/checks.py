@@ -10,7 +10,8 @@ A release edited by hand, built by other code, or built by a faulty builder is j
 way, so that every check can fail.
 
 ========  ==========================================================================
-P1        The release holds exactly the allowlisted shape: no field, key or type outside it.
+P1        The release holds exactly the allowlisted shape: no field, key or type outside it,
+          and no key repeated within one JSON object (readers differ on which value wins).
 P2        No label in the release (a key, a text value, a category level, an arm label) is
           or contains a source identifier, unless the source shows it is something else: a
           column name, an endpoint or category level that enough patients share, or the
@@ -92,23 +93,34 @@ _VOCABULARY_KEYS = {
 # --- Reading the inputs -----------------------------------------------------------------------
 
 
-def _read(released: object) -> dict:
-    """The release as the dict its JSON holds."""
+def _read(released: object) -> tuple[dict, list[str]]:
+    """The release as the dict its JSON holds, and the keys its JSON repeats in one object.
+
+    A repeated key is read here as its last value, but another JSON reader may take the
+    first: what was checked would not be what is read, so P1 fails such a release.
+    """
     if isinstance(released, Fingerprint):
         released = released.to_json()
     if not isinstance(released, str):
         raise TypeError(
             f"released must be a Fingerprint or its JSON text, got {type(released).__name__}"
         )
+    repeated: list[str] = []
+
+    def pairs(items: list) -> dict:
+        keys = [key for key, _ in items]
+        repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
+        return dict(items)
+
     try:
-        parsed = json.loads(released)
+        parsed = json.loads(released, object_pairs_hook=pairs)
     except json.JSONDecodeError as error:
         raise ValueError(f"released is not JSON: {error}") from error
     if not isinstance(parsed, dict):
         raise ValueError(
             f"released must be a fingerprint's JSON object, got a JSON {type(parsed).__name__}"
         )
-    return parsed
+    return parsed, repeated
 
 
 def _number(value: object) -> bool:
@@ -601,7 +613,7 @@ def release_checks(
     ValueError
         ``released`` is not JSON, or its JSON is not an object.
     """
-    parsed = _read(released)
+    parsed, repeated = _read(released)
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
     if not isinstance(pk, PopulationFit):
@@ -631,7 +643,12 @@ def release_checks(
     smallest_text = f"smallest group {smallest}" if math.isfinite(smallest) else "no group"
     leaked = _p2(parsed, source)
     rows = [
-        ("P1", release_problems(parsed), "none"),
+        (
+            "P1",
+            release_problems(parsed)
+            + [f"the JSON repeats key {key!r} in one object" for key in repeated],
+            "none",
+        ),
         ("P2", [f"source IDs in the fingerprint: {', '.join(leaked)}"] if leaked else [], "none"),
         ("P3", _p3(parsed, source), "none"),
         ("P4", p4_problems, smallest_text),

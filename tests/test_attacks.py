@@ -530,3 +530,16 @@ def test_a_crossover_repeating_its_dose_is_not_a_duplicate(study):
     copied = pd.concat([study[study["id"] <= 104], one, study[study["id"] > 104]])
     with pytest.raises(ValueError, match="patient 104 period 1, patient 104 period 2"):
         prepare_study(copied.reset_index(drop=True), SIMULATED_ROLES)
+
+
+def test_a_key_repeated_in_the_json_fails_p1_and_is_not_read_back(fit):
+    # The checks read the last value (the honest weight); a reader that keeps the first one
+    # would get patient 104's own weight.
+    text = model_fingerprint(fit).to_json()
+    own = float(fit.study.covariates["WT"].iloc[3])
+    tampered = text.replace('"reference_weight"', f'"reference_weight": {own}, "reference_weight"')
+    assert json.loads(tampered)["reference_weight"] == json.loads(text)["reference_weight"]
+    row = model_privacy_checks(fit, released=tampered).set_index("check").loc["P1"]
+    assert row["verdict"] == "FAIL" and "repeats key 'reference_weight'" in row["result"]
+    with pytest.raises(ValueError, match=r"repeats keys within one object: \['reference_weight'\]"):
+        Fingerprint.from_json(tampered)
