@@ -12,10 +12,11 @@ way, so that every check can fail.
 ========  ==========================================================================
 P1        The release holds exactly the allowlisted shape: no field, key or type outside it,
           and no key repeated within one JSON object (readers differ on which value wins).
-P2        No label in the release (a key, a text value, a category level, an arm label) is
-          or contains a source identifier, unless the source shows it is something else: a
-          column name, an endpoint or category level that enough patients share, or the
-          engine's own arm label.
+P2        Every label in the release (a key, a text value, a category level, an arm label)
+          is one the source vouches for: a field or key of the allowlist, a column name, an
+          endpoint or category level that enough patients share, or the engine's own arm
+          label at its place. Any other label fails, as a source identifier where it is or
+          contains one, and otherwise as free text that could carry one.
 P3        No released number equals, at the precision it is released with, a value that one
           to ``k - 1`` source patients hold for that quantity: the LOQ against each
           patient's lowest value (and it follows the LOQ rule), the reference weight against
@@ -43,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 
 import numpy as np
 import pandas as pd
@@ -303,25 +305,51 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
 
 
 def _p2(released: dict, source: _Source) -> list[str]:
-    numbers_, texts, long_texts = set(), set(), set()
+    """Labels that are or contain a source ID, and labels the source does not vouch for.
+
+    A label passes only where the source shows what it is (:func:`_vocabulary`): any other
+    text is a free channel that can carry an identifier in a form no comparison would
+    recognise ("first: 101", an initial, a date of birth), so it fails even where it holds no
+    ID that can be seen; the message says which it is.
+    """
+    numbers_, texts = set(), set()
     for value in source.study.ids:
         kind, key = _label_key(value)
-        (numbers_ if kind == "number" else texts).add(key)
-        text = str(value).strip().casefold()
-        texts.add(text)
-        if len(text) >= 4:
-            long_texts.add(text)
-    leaked = []
+        if kind == "number":
+            numbers_.add(key)
+            if float(key).is_integer():
+                texts.add(str(int(key)))
+        texts.add(str(value).strip().casefold())
+    # An ID inside a label: as a whole token (not a digit of a longer number), or anywhere once
+    # it is long enough not to turn up by chance.
+    inside = re.compile(
+        "|".join(
+            rf"(?<![0-9a-z]){re.escape(t)}(?![0-9a-z])" if len(t) < 4 else re.escape(t)
+            for t in sorted(texts, key=len, reverse=True)
+            if t
+        )
+        or r"(?!)"
+    )
+    identifiers, unvouched = [], []
     for path, label, kind in _p2_labels(released):
         if _vocabulary(path, label, kind, source):
             continue
         label_kind, key = _label_key(label)
         text = str(label).strip().casefold()
-        matches = (label_kind == "number" and key in numbers_) or text in texts
-        matches = matches or any(identifier in text for identifier in long_texts)
-        if matches:
-            leaked.append(f"{label!r} at {'.'.join(map(str, path)) or 'top level'}")
-    return leaked
+        where = f"{label!r} at {'.'.join(map(str, path)) or 'top level'}"
+        if (label_kind == "number" and key in numbers_) or inside.search(text):
+            identifiers.append(where)
+        else:
+            unvouched.append(where)
+    problems = []
+    if identifiers:
+        problems.append(f"source IDs in the fingerprint: {', '.join(identifiers)}")
+    if unvouched:
+        problems.append(
+            f"labels the source does not vouch for (free text can carry an ID): "
+            f"{', '.join(unvouched)}"
+        )
+    return problems
 
 
 # --- P3 ---------------------------------------------------------------------------------------
@@ -641,7 +669,6 @@ def release_checks(
                     f"the release states {check} {stated.get(check)!r}, the check finds {found!r}"
                 )
     smallest_text = f"smallest group {smallest}" if math.isfinite(smallest) else "no group"
-    leaked = _p2(parsed, source)
     rows = [
         (
             "P1",
@@ -649,7 +676,7 @@ def release_checks(
             + [f"the JSON repeats key {key!r} in one object" for key in repeated],
             "none",
         ),
-        ("P2", [f"source IDs in the fingerprint: {', '.join(leaked)}"] if leaked else [], "none"),
+        ("P2", _p2(parsed, source), "none"),
         ("P3", _p3(parsed, source), "none"),
         ("P4", p4_problems, smallest_text),
     ]

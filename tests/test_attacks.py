@@ -543,3 +543,36 @@ def test_a_key_repeated_in_the_json_fails_p1_and_is_not_read_back(fit):
     assert row["verdict"] == "FAIL" and "repeats key 'reference_weight'" in row["result"]
     with pytest.raises(ValueError, match=r"repeats keys within one object: \['reference_weight'\]"):
         Fingerprint.from_json(tampered)
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        # IDs 101 to 112 are three characters long: before, only IDs of four or more were
+        # looked for inside a label, so these passed.
+        (lambda r: r["arms"][0].update(arm="arm 1 (101)"), ("source IDs", "arms.0.arm")),
+        (
+            lambda r: r["categories"]["SEX"][0].__setitem__(0, "F (first: 101)"),
+            ("source IDs", "categories.SEX.0.0"),
+        ),
+        # A level no source patient holds: free text, whatever it encodes.
+        (
+            lambda r: r["categories"]["SEX"].append(["initials JD", 0.0001]),
+            ("does not vouch for", "'initials JD'"),
+        ),
+        (lambda r: r["model"].update(route="oral, first dose 101"), ("model.route",)),
+    ],
+)
+def test_p2_fails_on_a_label_the_source_does_not_vouch_for(fit, edit, words):
+    release = released(fit)
+    edit(release)
+    fails(fit, release, "P2", *words)
+
+
+def test_p2_does_not_take_a_digit_of_a_number_for_a_short_id(fit):
+    # IDs 101 to 112: "1012" holds "101" but is not it. Such a label still fails as free text.
+    release = released(fit)
+    release["categories"]["SEX"][0][0] = "1012"
+    row = judged(fit, release).loc["P2"]
+    assert row["verdict"] == "FAIL"
+    assert "source IDs" not in row["result"] and "does not vouch for" in row["result"]
