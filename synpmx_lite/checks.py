@@ -79,8 +79,18 @@ CHECK_QUESTIONS = {
 }
 
 # Significant figures each kind of released number may carry (protection 5 and the rules of
-# protection 2); amounts have none: a dose every patient got is released as given.
-_FIGURES = {"estimate": 1, "summary": 2, "weight": 1, "share": 2, "loq": 1, "time": 2}
+# protection 2). An amount may carry more only where it is a dose at least k patients got
+# exactly (a planned dose of 137.5 mg): an arm mean at full precision would give back, to
+# anyone who knows the other patients' doses, the one dose that differs.
+_FIGURES = {
+    "estimate": 1,
+    "summary": 2,
+    "weight": 1,
+    "share": 2,
+    "loq": 1,
+    "time": 2,
+    "amount": 2,
+}
 _PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
 _VOCABULARY_KEYS = {
     "model": ("compartments", "route", "lag"),
@@ -424,7 +434,15 @@ def _p3(released: dict, source: _Source) -> list[str]:
         for dose in _sequence(_mapping(arm).get("doses")):
             dose = _mapping(dose)
             where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
-            single(dose.get("amount"), doses["amount"], dose_owners, f"{where}: amount", 2)
+            amount = dose.get("amount")
+            single(amount, doses["amount"], dose_owners, f"{where}: amount", _FIGURES["amount"])
+            if _number(amount) and _figures(amount) > _FIGURES["amount"]:
+                given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17)
+                if given < k:
+                    problems.append(
+                        f"{where}: amount {amount!r} has more than {_FIGURES['amount']} "
+                        f"significant figures and is a dose {given} patient(s) got, not {k}"
+                    )
             for key in ("time", "duration"):
                 figures(dose.get(key), _FIGURES["time"], f"{where}: {key}")
                 single(dose.get(key), doses[key], dose_owners, f"{where}: {key}", _FIGURES["time"])

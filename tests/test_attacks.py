@@ -576,3 +576,22 @@ def test_p2_does_not_take_a_digit_of_a_number_for_a_short_id(fit):
     row = judged(fit, release).loc["P2"]
     assert row["verdict"] == "FAIL"
     assert "source IDs" not in row["result"] and "does not vouch for" in row["result"]
+
+
+def test_p3_fails_on_an_arm_mean_dose_at_full_precision(study):
+    # Eleven patients got 100 mg and one 137 mg: the arm mean at full precision, 103.083...,
+    # gives 137 back to anyone who knows the other eleven doses. Before, amounts had no
+    # limit on their figures and this passed.
+    data = study.copy()
+    data.loc[(data["id"] == 106) & (data["evid"] == 1), "amt"] = 137.0
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["arms"][0]["doses"][0]["amount"] = (11 * 100 + 137) / 12
+    fails(fit, release, "P3", "amount 103.08", "more than 2 significant figures")
+    # A dose every patient got is released as given, whatever its figures.
+    every = study.assign(amt=np.where(study["evid"] == 1, 137.5, 0.0))
+    fit = synpmx_model_estimate(every, SIMULATED_ROLES)
+    release = released(fit)
+    assert release["arms"][0]["doses"][0]["amount"] == 137.5
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
