@@ -27,7 +27,8 @@ P3        No released number equals, at the precision it is released with, a val
           trimming; no number carries more significant figures than its rule allows.
 P4        Every released frequency has at least ``k`` patients on each side, and no released
           total differs from the sum of its released parts, or from any one part, by a group
-          under ``k`` (subtraction); the release's own P4 verdict agrees.
+          under ``k`` (subtraction); every released endpoint, visit period and planned dose
+          rests on at least ``k`` patients; the release's own P4 verdict agrees.
 P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
           or more fails); the released PK estimates are those of the fit whose influence was
           read; the release's own P5 verdict agrees. Below 10 patients nobody can be left
@@ -137,6 +138,10 @@ def _read(released: object) -> tuple[dict, list[str]]:
 
 def _number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _mapping(value: object) -> dict:
@@ -536,6 +541,8 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         groups.append((f"{name}: patients in no released level", max(low, 0), high, k_category))
 
     eligible = np.flatnonzero(source.eligible)
+    for what, patients in _structure_groups(released, source, eligible):
+        exact(what, patients)
     for name, endpoint in _mapping(released.get("endpoints")).items():
         rate = _mapping(endpoint).get("attendance")
         if _number(rate) and 0 < rate < 1:
@@ -558,6 +565,46 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
             problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
     sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
     return problems, (min(sizes) if sizes else math.inf)
+
+
+def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
+    """The patients behind each released endpoint, visit period and planned dose.
+
+    A planned dose stands for the patients of its arm who got a dose at that place
+    (period and index), a visit for the patients observed in its period, an endpoint for the
+    patients who have it: each is a group, and a second dosing period that one patient had
+    would give that patient away as surely as a count of one. A released arm is matched to
+    the source arms of its size; where several have that size the check cannot tell them
+    apart and counts the arm among them with the most patients at that place.
+    """
+    study = source.study
+    arms = study.arms.to_numpy()
+    doses = study.doses[study.doses["patient"].isin(eligible)].copy()
+    doses["index"] = doses.groupby(["patient", "period"]).cumcount()
+    doses["arm"] = arms[doses["patient"].to_numpy()]
+    reach = doses.groupby(["arm", "period", "index"])["patient"].nunique()
+    sizes = pd.Series(arms[eligible]).value_counts()
+    groups = []
+    for i, arm in enumerate(map(_mapping, _sequence(released.get("arms")))):
+        candidates = list(sizes.index[sizes == arm.get("patients")]) or list(sizes.index)
+        for dose in map(_mapping, _sequence(arm.get("doses"))):
+            period, index = dose.get("period"), dose.get("index")
+            if not (_count(period) and _count(index)):
+                continue  # P1 reports it
+            got = max((int(reach.get((a, period, index), 0)) for a in candidates), default=0)
+            groups.append((f"arm {i + 1}: patients given dose {index} of period {period}", got))
+    observations = study.observations[study.observations["patient"].isin(eligible)]
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        rows = observations[observations["endpoint"].astype(str) == str(name)]
+        groups.append((f"{name}: patients with the endpoint", rows["patient"].nunique()))
+        observed = rows.groupby("period")["patient"].nunique()
+        visits = _sequence(_mapping(endpoint).get("visits"))
+        periods = {v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])}
+        for period in sorted(periods):
+            groups.append(
+                (f"{name}: patients seen in period {period}", int(observed.get(period, 0)))
+            )
+    return groups
 
 
 def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> tuple[int, int]:

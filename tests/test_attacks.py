@@ -595,3 +595,22 @@ def test_p3_fails_on_an_arm_mean_dose_at_full_precision(study):
     release = released(fit)
     assert release["arms"][0]["doses"][0]["amount"] == 137.5
     assert judged(fit, release).loc["P3", "verdict"] == "pass"
+
+
+def test_p4_fails_on_a_dosing_period_only_one_patient_had(study):
+    # Patient 104 alone came back for a second period (50 mg, time restarting at 0). The
+    # builder keeps it out; a release that shows its dose and visits gives the patient away.
+    # Before, the dose's amount and time and the visit's time were each held by many
+    # patients in period 1, and every check passed.
+    one = study[study["id"] == 104]
+    again = one.assign(dv=one["dv"] * 1.05, amt=np.where(one["evid"] == 1, 50.0, 0.0))
+    data = pd.concat([study[study["id"] <= 104], again, study[study["id"] > 104]])
+    fit = synpmx_model_estimate(data.reset_index(drop=True), SIMULATED_ROLES)
+    release = released(fit)
+    assert [d["period"] for d in release["arms"][0]["doses"]] == [0]
+    assert judged(fit, release).loc["P4", "verdict"] == "pass"
+    release["arms"][0]["doses"].append(dict(release["arms"][0]["doses"][0], period=1))
+    fails(fit, release, "P4", "patients given dose 0 of period 1: 1")
+    release = released(fit)
+    release["endpoints"]["DV"]["visits"].append([1, 2.0])
+    fails(fit, release, "P4", "DV: patients seen in period 1: 1")
