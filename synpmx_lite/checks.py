@@ -5,9 +5,9 @@ fingerprint's JSON) and the source study it was built from (with the fit's influ
 for P5). It re-derives from the source, in its own code, what each released number may be, and
 shares nothing with the code that built the release
 (:func:`synpmx_lite.fingerprint.model_fingerprint`) beyond the policy itself: the allowlisted
-shape (:func:`synpmx_lite.release.release_problems`), the thresholds and the trimming share.
-A release edited by hand, built by other code, or built by a faulty builder is judged the same
-way, so that every check can fail.
+shape (:func:`synpmx_lite.release.release_problems`), the thresholds, the trimming share and
+the most values a code may take. A release edited by hand, built by other code, or built by a
+faulty builder is judged the same way, so that every check can fail.
 
 ========  ==========================================================================
 P1        The release holds exactly the allowlisted shape: no field, key or type outside it,
@@ -24,7 +24,9 @@ P3        No released number equals, at the precision it is released with, a val
           visit times against the observation times (and nominal times), covariate means
           against the covariate's values, category levels and frequencies against the
           source counts; covariate summaries rest on at least ``k`` kept patients after
-          trimming; no number carries more significant figures than its rule allows.
+          trimming, and none summarises a code (at most ``CODE_VALUES`` values, whose mean
+          and SD are frequencies); no number carries more significant figures than its rule
+          allows.
 P4        Every released frequency has at least ``k`` patients on each side, and no released
           total differs from the sum of its released parts, or from any one part, by a group
           under ``k`` (subtraction); every released endpoint, visit period and planned dose
@@ -53,7 +55,7 @@ import pandas as pd
 from ._validation import check_count
 from .estimation import ERROR_MODELS, PopulationFit
 from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
-from .protections import TRIM
+from .protections import CODE_VALUES, TRIM
 from .release import (
     FINGERPRINT_FIELDS,
     VERDICTS,
@@ -401,6 +403,12 @@ def _p3(released: dict, source: _Source) -> list[str]:
             problems.append(
                 f"covariate {name} is summarised on {max(core, 0)} kept patient(s) once its "
                 f"extremes are set aside"
+            )
+        distinct = np.unique(values).size
+        if len(values) and distinct <= CODE_VALUES and 2 * distinct <= len(values):
+            problems.append(
+                f"covariate {name} takes {distinct} values: its mean and SD count the patients "
+                "who hold each (a code is released as categories)"
             )
         for key in ("geometric_mean", "sdlog"):
             figures(summary.get(key), _FIGURES["summary"], f"covariate {name} {key}")

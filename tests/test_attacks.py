@@ -614,3 +614,22 @@ def test_p4_fails_on_a_dosing_period_only_one_patient_had(study):
     release = released(fit)
     release["endpoints"]["DV"]["visits"].append([1, 2.0])
     fails(fit, release, "P4", "DV: patients seen in period 1: 1")
+
+
+def test_a_numeric_code_is_released_as_categories_not_as_a_mean(study):
+    # A stage coded 1, 2, 3 and not declared categorical: six, one and five patients. Its mean
+    # and SD are two equations in the three counts; before, the release held geometric mean
+    # 1.7 and SD 0.78 on the log scale, which only (6, 1, 5) gives at two figures: the lone
+    # stage-2 patient was counted as surely as by a frequency of 1/12.
+    stage = dict(zip(range(101, 113), [1, 3, 1, 3, 1, 2, 3, 1, 3, 1, 3, 1], strict=True))
+    data = study.assign(STAGE=study["id"].map(stage).astype(float))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "STAGE"))
+    fit = synpmx_model_estimate(data, roles)
+    fingerprint = model_fingerprint(fit)
+    assert "STAGE" not in fingerprint.covariates
+    # Released level by level: stage 2 is folded into stage 1, the most common.
+    assert fingerprint.categories["STAGE"] == [[1.0, 0.58], [3.0, 0.42]]
+    release = released(fit)
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["covariates"]["STAGE"] = {"geometric_mean": 1.7, "sdlog": 0.78}
+    fails(fit, release, "P3", "covariate STAGE takes 3 values")
