@@ -502,6 +502,9 @@ def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
 def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
     """Groups behind every released frequency and count, both sides; the smallest of them.
 
+    The groups behind the release's structure (:func:`_structure_groups`) must reach ``k``
+    too, but do not enter the smallest group, which describes frequencies and counts.
+
     A group read from a frequency is known only to within its rounding: it is a whole number
     of patients in ``[low, high]``, and fails only where every such number lies from 1 to
     ``k - 1``.
@@ -549,8 +552,6 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         groups.append((f"{name}: patients in no released level", max(low, 0), high, k_category))
 
     eligible = np.flatnonzero(source.eligible)
-    for what, patients in _structure_groups(released, source, eligible):
-        exact(what, patients)
     for name, endpoint in _mapping(released.get("endpoints")).items():
         rate = _mapping(endpoint).get("attendance")
         if _number(rate) and 0 < rate < 1:
@@ -572,6 +573,11 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         elif low >= 1 and high < threshold:
             problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
     sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
+    # The groups behind the release's structure fail the same way, outside the smallest group,
+    # which describes the released frequencies and counts.
+    for what, patients in _structure_groups(released, source, eligible):
+        if 1 <= patients < k:
+            problems.append(f"{what}: {patients}")
     return problems, (min(sizes) if sizes else math.inf)
 
 
@@ -579,11 +585,12 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
     """The patients behind each released endpoint, visit period and planned dose.
 
     A planned dose stands for the patients of its arm who got a dose at that place
-    (period and index), a visit for the patients observed in its period, an endpoint for the
-    patients who have it: each is a group, and a second dosing period that one patient had
-    would give that patient away as surely as a count of one. A released arm is matched to
-    the source arms of its size; where several have that size the check cannot tell them
-    apart and counts the arm among them with the most patients at that place.
+    (period and index), the visits of a period for the patients observed in it and, ranked by
+    attendance, for the patients of the least attended of them, an endpoint for the patients
+    who have it: each is a group, and a second dosing period, or a fifth visit, that one
+    patient had would give that patient away as surely as a count of one. A released arm is
+    matched to the source arms of its size; where several have that size the check cannot
+    tell them apart and counts the arm among them with the most patients at that place.
     """
     study = source.study
     arms = study.arms.to_numpy()
@@ -606,12 +613,21 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
         rows = observations[observations["endpoint"].astype(str) == str(name)]
         groups.append((f"{name}: patients with the endpoint", rows["patient"].nunique()))
         observed = rows.groupby("period")["patient"].nunique()
+        reached = rows.groupby(["period", "visit"])["patient"].nunique()
         visits = _sequence(_mapping(endpoint).get("visits"))
-        periods = {v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])}
-        for period in sorted(periods):
+        periods = pd.Series(
+            [v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])],
+            dtype=object,
+        ).value_counts()
+        for period, released_visits in sorted(periods.items()):
             groups.append(
                 (f"{name}: patients seen in period {period}", int(observed.get(period, 0)))
             )
+            # The released visits of a period stand for its best-attended ones: the last of
+            # them for the patients of the visit ranked at the number released.
+            ranked = np.sort(reached.get(period, pd.Series(dtype=int)).to_numpy())[::-1]
+            last = int(ranked[released_visits - 1]) if released_visits <= ranked.size else 0
+            groups.append((f"{name}: patients at visit {released_visits} of period {period}", last))
     return groups
 
 

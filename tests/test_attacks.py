@@ -633,3 +633,18 @@ def test_a_numeric_code_is_released_as_categories_not_as_a_mean(study):
     assert judged(fit, release).loc["P3", "verdict"] == "pass"
     release["covariates"]["STAGE"] = {"geometric_mean": 1.7, "sdlog": 0.78}
     fails(fit, release, "P3", "covariate STAGE takes 3 values")
+
+
+def test_p4_fails_on_a_visit_only_one_patient_attended(study):
+    # No nominal times: a visit is the k-th sample. Patient 104 alone had a fifth, at 18.3 h.
+    # A release that adds a fifth visit, at a time nobody's sample reads (20 h), still says
+    # that someone had one. Before, it passed every check.
+    last = study[(study["id"] == 104) & (study["evid"] == 0)].tail(1)
+    extra = last.assign(time=18.3, nominal_time=18.3, dv=last["dv"] * 0.5)
+    data = pd.concat([study, extra]).sort_values(["id", "time"], kind="stable")
+    roles = dataclasses.replace(SIMULATED_ROLES, nominal_time=None)
+    fit = synpmx_model_estimate(data.reset_index(drop=True), roles)
+    release = released(fit)
+    assert len(release["endpoints"]["DV"]["visits"]) == 4
+    release["endpoints"]["DV"]["visits"].append([0, 20.0])
+    fails(fit, release, "P4", "DV: patients at visit 5 of period 0: 1")
