@@ -648,3 +648,28 @@ def test_p4_fails_on_a_visit_only_one_patient_attended(study):
     assert len(release["endpoints"]["DV"]["visits"]) == 4
     release["endpoints"]["DV"]["visits"].append([0, 20.0])
     fails(fit, release, "P4", "DV: patients at visit 5 of period 0: 1")
+
+
+@pytest.mark.parametrize(
+    ("edit", "check", "words"),
+    [
+        # Before, P3 and P4 skipped any number written as text (P1 alone failed), so they
+        # passed a release holding patient 104's weight or a frequency of one patient.
+        (
+            lambda r, f: r.update(reference_weight=str(f.study.covariates["WT"].iloc[3])),
+            "P3",
+            ("reference weight", "value of 1 patient"),
+        ),
+        (
+            lambda r, f: r["categories"].update(SEX=[["F", "0.92"], ["M", "0.08"]]),
+            "P4",
+            ("SEX level at 0.08: 1",),
+        ),
+        (lambda r, f: r.update(cohort_size=str(r["cohort_size"] + 2)), "P4", ("arms: 2",)),
+    ],
+)
+def test_p3_and_p4_read_numbers_written_as_text(fit, edit, check, words):
+    release = released(fit)
+    edit(release, fit)
+    fails(fit, release, check, *words)
+    fails(fit, release, "P1")
