@@ -673,3 +673,18 @@ def test_p3_and_p4_read_numbers_written_as_text(fit, edit, check, words):
     edit(release, fit)
     fails(fit, release, check, *words)
     fails(fit, release, "P1")
+
+
+def test_p3_fails_on_an_loq_set_from_the_lowest_patient_alone(study):
+    # Scaled so that the three lowest patients' minima read 2.6, 3.0 and 3.1: half the third
+    # is 1.55, so the rule gives an LOQ of 1. An LOQ of 2 sits just under the lowest patient's
+    # own minimum, which nobody's value reads at one figure: only the rule's bound catches it.
+    data = study.assign(dv=study["dv"] * 1.35)
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    observations = fit.study.observations
+    lowest = np.sort(observations[observations["dv"] > 0].groupby("patient")["dv"].min())
+    assert set(round_significant(lowest, 1)) & {2.0} == set() and lowest[2] / 2 < 2 < lowest[0]
+    release = released(fit)
+    assert release["endpoints"]["DV"]["loq"] == 1.0
+    release["endpoints"]["DV"]["loq"] = 2.0
+    fails(fit, release, "P3", "LOQ 2 lies above half the lowest value 3 patients reached")
