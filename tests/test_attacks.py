@@ -688,3 +688,29 @@ def test_p3_fails_on_an_loq_set_from_the_lowest_patient_alone(study):
     assert release["endpoints"]["DV"]["loq"] == 1.0
     release["endpoints"]["DV"]["loq"] = 2.0
     fails(fit, release, "P3", "LOQ 2 lies above half the lowest value 3 patients reached")
+
+
+def test_a_two_valued_numeric_column_with_one_holder_is_withheld(study):
+    # Coded 1 for eleven patients and 2 for one, not declared categorical: a code, so it is
+    # folded like any category and, left with one level, withheld; no mean or SD is released.
+    data = study.assign(FLAG=np.where(study["id"] == 107, 2.0, 1.0))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "FLAG"))
+    fingerprint = model_fingerprint(synpmx_model_estimate(data, roles))
+    assert "FLAG" not in fingerprint.covariates and "FLAG" not in fingerprint.categories
+
+
+def test_a_date_column_gives_no_patient_its_date(study):
+    # Enrolment dates: as text, one per patient, an identifier (refused); as a day number, a
+    # continuous covariate whose summary, at its two figures, is no day that one or two
+    # patients alone read as.
+    days = dict(zip(range(101, 113), 19_000 + 37 * np.arange(12), strict=True))
+    as_text = study.assign(ENROLLED=study["id"].map(lambda i: f"2022-{(i - 100):02d}-15"))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "ENROLLED"))
+    with pytest.raises(ValueError, match="'ENROLLED' has 12 levels for 12 patients"):
+        synpmx_model_estimate(as_text, roles)
+    as_day = study.assign(ENROLLED=study["id"].map(days).astype(float))
+    fit = synpmx_model_estimate(as_day, roles)
+    summary = model_fingerprint(fit).covariates["ENROLLED"]
+    holders = (round_significant(list(days.values()), 2) == summary["geometric_mean"]).sum()
+    assert not 0 < holders < 3
+    assert judged(fit, released(fit)).loc["P3", "verdict"] == "pass"
