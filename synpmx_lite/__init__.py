@@ -21,14 +21,21 @@ tracing
     The tracing attack of Dwork et al. on released means, and OpenDP's Laplace mean query.
 tables
     Captioned, numbered tables for the book (MyST in the book, HTML in a notebook).
-fisher, fisher_data
-    Per-example Fisher information loss, IRFIL and attribute inversion; the scikit-learn
-    datasets they are shown on.
+fisher, fisher_attacks, fisher_bounds, fisher_data
+    Per-example Fisher information loss and IRFIL; white-box and black-box attribute inversion;
+    the FIL of a differentially private mean and the bound for biased adversaries; the
+    scikit-learn datasets they are shown on.
 """
 
 from .cases import ConstructedCases, constructed_warfarin_cases
 from .checks import release_checks
-from .estimation import ERROR_MODELS, PopulationFit, fit_population
+from .estimation import (
+    ERROR_MODELS,
+    FitWarning,
+    PopulationFit,
+    fit_population,
+    importance_sampling_ofv,
+)
 from .fingerprint import (
     ModelFit,
     model_fingerprint,
@@ -37,19 +44,16 @@ from .fingerprint import (
     synpmx_model_estimate,
 )
 from .fisher import (
-    AttributeInversion,
     Reweighting,
-    attribute_inversion,
-    biased_cramer_rao,
-    inversion_sweep,
     irfil,
     logistic_l2_path,
     matched_logistic_l2,
-    mean_release_fil,
     per_example_fil,
     per_example_heuristics,
     subset_fil,
 )
+from .fisher_attacks import AttributeInversion, attribute_inversion, inversion_sweep
+from .fisher_bounds import biased_cramer_rao, mean_release_fil
 from .generate import synpmx_model_generate
 from .influence import LeftOut, PrivacyReport, influence_moves
 from .membership import (
@@ -79,11 +83,13 @@ from .study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, pre
 from .tables import BookTable, book_table
 from .tracing import (
     DpMeanQuery,
+    OpenDpRecord,
     TracingSimulation,
     TracingTest,
     calibrated_threshold,
     dp_mean_query,
     exact_means,
+    load_opendp_record,
     load_pums,
     random_predicates,
     reference_sample_test,
@@ -103,9 +109,11 @@ __all__ = [
     "ConstructedCases",
     "DpMeanQuery",
     "Fingerprint",
+    "FitWarning",
     "LeftOut",
     "MembershipTables",
     "ModelFit",
+    "OpenDpRecord",
     "PkModel",
     "PmxRoles",
     "PopulationAttack",
@@ -132,10 +140,12 @@ __all__ = [
     "exact_means",
     "fit_population",
     "fold_categories",
+    "importance_sampling_ofv",
     "influence_moves",
     "inversion_sweep",
     "irfil",
     "load_dataset",
+    "load_opendp_record",
     "load_pums",
     "logistic_l2_path",
     "loq_floor",

@@ -11,30 +11,65 @@ The model, for patient :math:`i` and observation :math:`j`:
 with :math:`f` a closed-form model of :mod:`synpmx_lite.pk` and residual variance
 :math:`V = a^2` (additive), :math:`b^2 f^2` (proportional) or :math:`a^2 + b^2 f^2` (combined).
 
-**Method: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is approximated
-by Laplace's method around the mode :math:`\hat\eta_i` of the joint density, with the Hessian
-replaced by its first-order (Gauss-Newton, expected-information) form
-:math:`H_i = \sum_j \left(g_{ij} g_{ij}^\top / V_{ij} + \tfrac12 \nabla V_{ij} \nabla
-V_{ij}^\top / V_{ij}^2\right) + \Omega^{-1}`, :math:`g_{ij} = \partial f_{ij}/\partial \eta_i`,
+**Objective: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is
+approximated by Laplace's method around the mode :math:`\hat\eta_i` of the joint density
+(minimizing :math:`L_i(\eta) = \sum_j (\log V_{ij} + r_{ij}^2/V_{ij}) + \eta^\top\Omega^{-1}\eta`,
+:math:`r = y - f`), with the Hessian replaced by its first-order (expected-information) form
+:math:`H_i = \sum_j w_{ij}\, g_{ij} g_{ij}^\top + 2\Omega^{-1}`,
+:math:`w = 2/V + (\partial V/\partial f)^2/V^2`, :math:`g_{ij} = \partial f_{ij}/\partial \eta_i`,
 and :math:`V_{ij}` evaluated at :math:`\hat\eta_i` (the interaction). This is the objective
 NONMEM's FOCE-I minimizes (Wang 2007). The objective function value (OFV) is
 
 .. math::
 
-    \sum_i \Big[\sum_j \big(\log V_{ij} + (y_{ij}-f_{ij})^2/V_{ij}\big)
-    + \hat\eta_i^\top\Omega^{-1}\hat\eta_i + \log|\Omega| + \log|H_i|\Big],
+    \sum_i \Big[L_i(\hat\eta_i) + \log|\Omega| + \log|H_i/2|\Big],
 
 minus twice the log-likelihood less :math:`N_{obs} \log 2\pi`, as NONMEM reports it.
 
-* Inner problem: the modes :math:`\hat\eta_i` of all patients at once, by Gauss-Newton steps
-  with step halving, the Jacobian :math:`g` by forward differences, vectorized over patients.
-* Outer problem: typical values (log scale), between-subject SDs (log scale) and residual
-  errors (log scale) by L-BFGS-B (:func:`scipy.optimize.minimize`). Its gradient is taken by
-  forward differences: the inner problems at all perturbed points are solved together as one
-  batch, started from the modes at the base point (which start from the best point's).
-* Starting values: a naive pooled fit (all :math:`\eta = 0`) by
-  :func:`scipy.optimize.least_squares` from a few absorption rates, started from
-  non-compartmental estimates (dose over peak for the volume, terminal slope for clearance).
+**Proportional error where the prediction or the observation is 0.** Under the proportional
+model a prediction of exactly 0 (before the first dose, or before an absorption lag) gives
+:math:`V = 0`: the likelihood of a non-zero observation there is 0, and the objective
+infinite. As nlmixr2's FOCEi does, and as NONMEM users write ``IF (W.EQ.0) W = 1``, such a
+variance is set to 1 (in squared observation units): the observation then adds :math:`y^2`
+to the OFV whatever the parameters (Fidler 2021). And an observation of exactly 0 has, under
+the proportional model, a density :math:`\propto 1/f` that grows without bound as the
+prediction :math:`f` goes to 0: a fit could gain any amount by placing a patient's lag time
+just before a sample measured as 0. Such observations are records below the limit of
+quantification, and under proportional error they are left out of the likelihood, Beal's
+method M1 (Beal 2001). Neither rule touches the additive or combined models, whose variance
+is never 0.
+
+**Method.**
+
+* Derivatives: :math:`g` and the second derivatives :math:`\partial^2 f/\partial\eta^2` are
+  exact, from the closed forms (``synpmx_lite.pk._sensitivities``); nothing is
+  differentiated numerically inside the fit.
+* Inner problem: the modes of all patients (and of several outer points) at once, by Newton
+  steps on the exact Hessian of :math:`L_i` (its first-order form where the exact one is not
+  positive definite), with step halving; each outer evaluation starts from the modes at the
+  best point so far.
+* Outer problem: typical values, between-subject SDs and residual errors, all on the log
+  scale, by L-BFGS-B (:func:`scipy.optimize.minimize`) with the OFV's exact gradient: the
+  envelope theorem for :math:`L_i`, and the implicit-function theorem for the dependence of
+  :math:`\log|H_i|` on the modes (:math:`d\hat\eta/dx = -(\nabla^2_\eta L)^{-1}
+  \nabla^2_{\eta x} L`).
+* Starting values: naive pooled fits (all :math:`\eta = 0`) by
+  :func:`scipy.optimize.least_squares` from non-compartmental estimates (dose over peak for
+  the volume, terminal slope for clearance), several absorption rates and, for two
+  compartments, a grid of distribution parameters. The OFV of every start is evaluated in
+  one batch, and the search runs from the best (from the best three for two compartments);
+  the fit reports the lowest optimum reached, and the table of runs (``starts``).
+* Covariance step: :math:`R`, the Hessian of the OFV in the estimated (log) parameters, by
+  central differences of the exact gradient, and :math:`S = \sum_i \nabla O_i \nabla
+  O_i^\top` from each patient's gradient. The covariance is :math:`2R^{-1}` (the inverse of
+  the observed information, as nlme reports it) or the sandwich :math:`R^{-1} S R^{-1}`
+  (NONMEM's default). Standard errors on the natural scale follow by the delta method
+  (:math:`\mathrm{SE}(\theta) = \theta\, \mathrm{SE}(\log\theta)`), so that the relative
+  standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
+* Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
+  between-subject SD has collapsed to its floor, every mode converged, the covariance step
+  succeeded, and a Newton step from the optimum would gain less than 0.001 in OFV; otherwise
+  a :class:`FitWarning` says what went wrong and ``converged`` is False.
 
 Eta-shrinkage is :math:`1 - \mathrm{SD}(\hat\eta_k)/\omega_k`.
 
@@ -47,20 +82,36 @@ Beal SL, Sheiner LB. NONMEM Users Guides. Icon Development Solutions; 1989-2009.
 
 Savic RM, Karlsson MO. Importance of shrinkage in empirical Bayes estimates for diagnostics.
 AAPS J. 2009;11(3):558-569.
+
+Beal SL. Ways to fit a PK model with some data below the quantification limit.
+J Pharmacokinet Pharmacodyn. 2001;28(5):481-504.
+
+Fidler M. Problems with estimating a proportional error with SAEM. nlmixr issue 488, 2021.
+https://github.com/nlmixrdevelopment/nlmixr/issues/488
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
+from scipy import linalg, optimize, special
+from threadpoolctl import ThreadpoolController
 
-from .pk import PkModel, _predict
+from ._validation import check_count, check_rng
+from .pk import PkModel, _dosing, _primitives, _response, _sensitivities
 from .study import StudyEvents
 
-__all__ = ["ERROR_MODELS", "PopulationFit", "fit_population"]
+__all__ = [
+    "ERROR_MODELS",
+    "FitWarning",
+    "PopulationFit",
+    "fit_population",
+    "importance_sampling_ofv",
+]
 
 #: Residual error models and the parameters each estimates: ``additive`` SD ``a`` (units of
 #: the observations) and ``proportional`` fraction ``b``.
@@ -70,17 +121,27 @@ ERROR_MODELS = {
     "combined": ("additive", "proportional"),
 }
 
-_JACOBIAN_STEP = 1e-6  # forward-difference step on the log scale of a parameter
-_GRADIENT_STEP = 1e-5  # forward-difference step of the outer parameters
-_INNER_TOLERANCE = 1e-8
-_INNER_ITERATIONS = 60
-_STALL_STEP = 1e-6
-# A gradient below this in every free direction: a 1 % change of any parameter moves the OFV
-# by less than 0.0005, well inside the precision of the approximation.
-_FLAT_GRADIENT = 0.05
+_MODE_TOLERANCE = 1e-8  # Newton step (log scale) below which a mode is found
+_MODE_ITERATIONS = 50
+_STEP_HALVINGS = 20
+_STALL_TOLERANCE = 1e-5  # a Newton step no halving of which descends: found, if this small
+_SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
-_LOG_BOUND = 25.0  # parameters stay within exp(+-25)
+_TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
+_AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
+_HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
+_NEWTON_GAIN = 1e-3  # OFV a Newton step from a converged optimum may still gain
+_LOG_BOUND = 25.0  # individual parameters stay within exp(+-25)
 _TINY = 1e-300
+
+
+@cache
+def _thread_pools() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+class FitWarning(UserWarning):
+    """A population fit not to be trusted as it stands (see ``PopulationFit.diagnostics``)."""
 
 
 @dataclass(frozen=True)
@@ -106,12 +167,24 @@ class PopulationFit:
     ofv : float
         Objective function value (-2 log-likelihood less :math:`N_{obs}\\log 2\\pi`).
     converged : bool
-        Whether L-BFGS-B reported convergence, or stopped where the OFV's central-difference
-        gradient is below 0.05 in every direction not held at a bound.
+        Whether the fit can be trusted: True only when ``diagnostics`` is empty.
     iterations : int
-        Outer iterations taken.
+        Outer (L-BFGS-B) iterations of the run that reached the reported optimum.
     n_observations : int
         Observations fitted.
+    covariance : pandas.DataFrame or None
+        Covariance of the estimates on the log scale, :math:`2R^{-1}` (rows and columns a
+        MultiIndex of ``("typical" | "omega_sd" | "residual", name)``); None where the
+        covariance step failed. Parameters at a bound are left out.
+    sandwich : pandas.DataFrame or None
+        The sandwich covariance :math:`R^{-1}SR^{-1}`, same layout.
+    diagnostics : tuple of str
+        What makes the fit untrustworthy, one sentence each (empty for a sound fit).
+    starts : pandas.DataFrame or None
+        One row per optimizer run, best start first: its starting typical values
+        (``start cl``, ...), the OFV there, the OFV it reached, its iterations, and whether
+        it stopped on reaching an earlier run's optimum (``joined_earlier_run``); the
+        reported optimum is the lowest.
     """
 
     model: PkModel
@@ -125,6 +198,10 @@ class PopulationFit:
     converged: bool
     iterations: int
     n_observations: int
+    covariance: pd.DataFrame | None = None
+    sandwich: pd.DataFrame | None = None
+    diagnostics: tuple[str, ...] = ()
+    starts: pd.DataFrame | None = None
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -142,196 +219,555 @@ class PopulationFit:
             {"typical": self.typical, "omega_sd": self.omega_sd, "shrinkage": self.shrinkage}
         )
 
-    def __str__(self) -> str:
-        residual = ", ".join(f"{k} {v:.3g}" for k, v in self.residual.items())
-        status = "converged" if self.converged else "NOT converged"
-        return (
-            f"{self.model}; {self.n_patients} patients, {self.n_observations} observations\n"
-            f"{self.parameter_table().to_string(float_format=lambda v: f'{v:.3g}')}\n"
-            f"residual error ({self.error}): {residual}\nOFV {self.ofv:.2f} ({status})"
+    def summary(self, method: str = "hessian") -> pd.DataFrame:
+        """The parameter table of a PMX report: estimate, SE, RSE % and shrinkage.
+
+        Parameters
+        ----------
+        method : {"hessian", "sandwich"}, default "hessian"
+            Which covariance the standard errors come from.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per estimated parameter (index ``(kind, name)`` with kind ``typical``,
+            ``omega_sd`` or ``residual``); columns ``estimate``, ``se`` (natural scale, by
+            the delta method), ``rse_percent`` and ``shrinkage_percent`` (between-subject
+            SDs only). SEs are NaN where the covariance step failed or the parameter sits
+            at a bound.
+        """
+        if method not in ("hessian", "sandwich"):
+            raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
+        estimates = pd.concat(
+            {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
         )
+        covariance = self.covariance if method == "hessian" else self.sandwich
+        log_se = pd.Series(np.nan, index=estimates.index)
+        if covariance is not None:
+            log_se.loc[covariance.index] = np.sqrt(np.diag(covariance.to_numpy()))
+        shrinkage = pd.Series(np.nan, index=estimates.index)
+        shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
+        return pd.DataFrame(
+            {
+                "estimate": estimates,
+                "se": estimates * log_se,
+                "rse_percent": 100 * log_se,
+                "shrinkage_percent": shrinkage,
+            }
+        )
+
+    def __str__(self) -> str:
+        status = "converged" if self.converged else "NOT converged"
+        labels = {"se": "SE", "rse_percent": "RSE %", "shrinkage_percent": "shrinkage %"}
+        table = self.summary().rename(columns=labels)
+        table = table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
+        lines = [
+            f"{self.model}; {self.n_patients} patients, {self.n_observations} observations, "
+            f"{self.error} error",
+            table,
+            f"OFV {self.ofv:.2f} ({status})",
+        ]
+        lines += [f"warning: {message}" for message in self.diagnostics]
+        return "\n".join(lines)
 
 
 class _Problem:
-    """The arrays of one fit and the model's predictions, Jacobian and variances."""
+    """The arrays of one fit, and the FOCE-I objective's pieces at a batch of outer points.
+
+    Observations are flat (patient after patient); per-patient sums are ``reduceat`` over
+    ``patient_start``. Outer points come in batches: arrays carry a leading batch axis ``B``.
+    The predictions' derivatives are kept in the primitives of ``synpmx_lite.pk._response``
+    (coefficients, exponents, ``ka``, ``tlag``) and summed per patient there; each patient's
+    sums are then carried to the log parameters once, with the primitives' Jacobian ``J``
+    and second derivatives ``K``: ``g = J' f_u`` and
+    ``d2f = J' f_uu J + sum_a f_u[a] K[a]``.
+    """
 
     def __init__(self, study: StudyEvents, model: PkModel, error: str) -> None:
         self.model = model
         self.error = error
         self.p = len(model.parameters)
-        self.mask = study.obs_mask
-        self.log_dv = study.roles.log_dv
-        self.y = np.where(self.mask, study.obs_dv, 0.0)
-        self.concentration = np.exp(self.y) if self.log_dv else self.y
-        self.doses = (study.dose_time, study.dose_amount, study.dose_duration, study.obs_time)
         periods = study.dose_period[:, :, None] == study.obs_period[:, None, :]
-        self.same_period = None if periods.all() else periods
-        self.n_obs = int(self.mask.sum())
-
-    def predict(self, log_theta: np.ndarray) -> np.ndarray:
-        # Bounded so that a wild trial step of the optimizers cannot overflow.
-        theta = np.exp(np.clip(log_theta, -_LOG_BOUND, _LOG_BOUND))
-        # A degenerate trial point gives NaN, which the line searches reject: no warning.
-        with np.errstate(all="ignore"):
-            f = _predict(self.model, theta, *self.doses, self.same_period)
-        return np.log(np.maximum(f, _TINY)) if self.log_dv else f
-
-    def jacobian(self, log_theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Predictions ``(..., n, t)`` and their derivatives ``(..., n, t, p)`` in log theta."""
-        basis = np.eye(self.p).reshape(self.p, *(1,) * (log_theta.ndim - 1), self.p)
-        shifted = log_theta[None] + _JACOBIAN_STEP * basis
-        both = self.predict(np.concatenate([log_theta[None], shifted]))
-        return both[0], np.moveaxis((both[1:] - both[0]) / _JACOBIAN_STEP, 0, -1)
-
-    def variance(self, f: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Residual variance ``V`` and ``dV/df``; ``residual`` has shape ``(..., 2)`` (a, b)."""
-        a = residual[..., 0][..., None, None]
-        b = residual[..., 1][..., None, None]
-        variance = a**2 + (b * f) ** 2
-        return np.maximum(variance, 1e-12), 2 * b**2 * f
-
-    def objective_terms(
-        self, eta: np.ndarray, mu: np.ndarray, omega: np.ndarray, residual: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Each patient's ``-2 log p(y, eta)`` (less constants) and predictions."""
-        f = self.predict(mu[..., None, :] + eta)
-        variance, _ = self.variance(f, residual)
-        data = np.where(self.mask, np.log(variance) + (self.y - f) ** 2 / variance, 0.0)
-        return data.sum(axis=-1) + (eta**2 / omega[..., None, :]).sum(axis=-1), f
-
-
-def _bfgs(curvature: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """BFGS update of each patient's curvature matrix (skipped where it would not stay positive).
-
-    The Gauss-Newton Hessian of the FOCE-I objective misses the curvature of large residuals,
-    and Gauss-Newton steps alone then converge slowly; the secant update restores it.
-    """
-    hs = np.einsum("...kl,...l->...k", curvature, s)
-    shs = np.einsum("...k,...k->...", s, hs)
-    ys = np.einsum("...k,...k->...", y, s)
-    ok = (ys > 1e-12 * np.maximum(shs, 1e-300)) & (shs > 0)
-    safe_shs, safe_ys = np.where(ok, shs, 1.0), np.where(ok, ys, 1.0)
-    update = -hs[..., :, None] * hs[..., None, :] / safe_shs[..., None, None]
-    update += y[..., :, None] * y[..., None, :] / safe_ys[..., None, None]
-    return curvature + np.where(ok[..., None, None], update, 0.0)
-
-
-def _inner(
-    problem: _Problem, mu: np.ndarray, omega: np.ndarray, residual: np.ndarray, eta: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Modes of all patients' joint densities and the FOCE-I OFV, batched over outer points.
-
-    ``mu``, ``omega``: ``(B, p)``; ``residual``: ``(B, 2)``; ``eta``: ``(B, n, p)`` start.
-    Returns the modes ``(B, n, p)`` and the OFV of each batch element ``(B,)``.
-    """
-    current, _ = problem.objective_terms(eta, mu, omega, residual)
-    inverse_omega = 1 / omega[..., None, :]
-    curvature = previous = None
-    done = np.zeros(eta.shape[:-1], dtype=bool)
-    for _ in range(_INNER_ITERATIONS):
-        f, g = problem.jacobian(mu[..., None, :] + eta)
-        variance, dv_df = problem.variance(f, residual)
-        weight = np.where(problem.mask, 1 / variance, 0.0)
-        r = problem.y - f
-        dv = dv_df[..., None] * g
-        # Gradient and first-order (Gauss-Newton) Hessian of -log p(y, eta), each patient.
-        score = (-r * weight + 0.5 * (weight - (r * weight) ** 2) * dv_df)[..., None] * g
-        gradient = score.sum(axis=-2) + eta * inverse_omega
-        information = np.einsum("...tk,...tl->...kl", g * weight[..., None], g)
-        information += 0.5 * np.einsum("...tk,...tl->...kl", dv * weight[..., None] ** 2, dv)
-        hessian = information + np.eye(problem.p) * inverse_omega[..., None, :]
-        curvature = (
-            hessian
-            if curvature is None
-            else _bfgs(curvature, eta - previous[0], gradient - previous[1])
+        self.dosing = _dosing(
+            study.dose_time,
+            study.dose_amount,
+            study.dose_duration,
+            study.obs_time,
+            observed=study.obs_mask,
+            same_period=None if periods.all() else periods,
         )
-        previous = eta, gradient
-        step = -np.linalg.solve(curvature, gradient[..., None])[..., 0]
-        size = np.max(np.abs(step), axis=-1)
-        # At most a step of 1 on the log scale of a parameter at a time (a trust region).
-        step = step / np.maximum(size, 1.0)[..., None]
-        size = np.minimum(size, 1.0)
-        done |= size < _INNER_TOLERANCE
+        self.n_patients = study.n_patients
+        self.patient = self.dosing.obs_patient
+        self.patient_start = np.searchsorted(self.patient, np.arange(self.n_patients))
+        self.y = study.obs_dv[study.obs_mask]
+        self.log_dv = study.roles.log_dv
+        self.concentration = np.exp(self.y) if self.log_dv else self.y
+        self.residual_columns = [
+            ERROR_MODELS["combined"].index(name) for name in ERROR_MODELS[error]
+        ]
+        self.k = 2 * self.p + len(self.residual_columns)
+        self.n_obs = self.y.size
+        self.identity = np.eye(self.p)
+        # Under proportional error an observed 0 has a density that grows without bound as
+        # the prediction goes to 0: left out of the likelihood (see the module docstring).
+        self.left_out = (self.y == 0) if error == "proportional" else None
+
+    def per_patient(self, values: np.ndarray, axis: int) -> np.ndarray:
+        return np.add.reduceat(values, self.patient_start, axis=axis)
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Outer points ``(B, k)`` -> typical log values, log SDs, residual ``(B, 2)`` (a, b)."""
+        residual = np.zeros((x.shape[0], 2))
+        residual[:, self.residual_columns] = np.exp(x[:, 2 * self.p :])
+        return x[:, : self.p], x[:, self.p : 2 * self.p], residual
+
+    def predictions(self, phi: np.ndarray, order: int):
+        """Predictions, their derivatives in the primitives, and the primitives' derivatives.
+
+        Returns ``f`` ``(B, N)``, ``f_u`` ``(B, N, u)``, ``f_uu`` ``(B, N, u, u)`` and ``J``
+        ``(B, n, u, p)``, ``K`` ``(B, n, u, p, p)`` up to ``order`` (None beyond).
+        """
+        phi = np.clip(phi, -_LOG_BOUND, _LOG_BOUND)  # a wild trial step cannot overflow
+        with np.errstate(all="ignore"):
+            u, jacobian, second = _primitives(self.model, phi, order)
+            f, f_u, f_uu = _response(self.model, self.dosing, u, order)
+        if self.log_dv:
+            # Log concentrations: log f and its derivatives (0 where the prediction is 0).
+            positive = f > _TINY
+            inverse = np.where(positive, 1 / np.where(positive, f, 1.0), 0.0)
+            f = np.log(np.maximum(f, _TINY))
+            if order >= 1:
+                f_u = f_u * inverse[..., None]
+            if order >= 2:
+                f_uu = f_uu * inverse[..., None, None] - f_u[..., :, None] * f_u[..., None, :]
+        return f, f_u, f_uu, jacobian, second
+
+    def variance(self, f: np.ndarray, residual: np.ndarray):
+        """Residual variance ``V``, its inverse, ``dV/df``, ``d2V/df2``, the mask of the fixed
+        variances, a^2 and b^2.
+
+        Proportional error at a prediction of exactly 0 has ``V = 1``; an observation left
+        out of the likelihood has ``V = 1`` and inverse 0, so that it adds nothing.
+        """
+        a2 = residual[:, 0, None] ** 2
+        b2 = residual[:, 1, None] ** 2
+        variance = a2 + b2 * f**2
+        fixed = variance <= 0
+        if self.left_out is not None:
+            fixed |= self.left_out
+        variance = np.where(fixed, 1.0, variance)
+        inverse = 1 / variance
+        if self.left_out is not None:
+            inverse = np.where(self.left_out, 0.0, inverse)
+        slope = np.where(fixed, 0.0, 2 * b2 * f)
+        curvature = np.where(fixed, 0.0, 2 * b2)
+        return variance, inverse, slope, curvature, fixed, a2, b2
+
+
+@dataclass
+class _Evaluation:
+    """The inner problem's solution at a batch of outer points, with what the gradient needs."""
+
+    x: np.ndarray  # (B, k) outer points
+    eta: np.ndarray  # (B, n, p) modes
+    converged: np.ndarray  # (B, n) whether each mode converged
+    terms: dict
+
+
+def _chain(jacobian: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """``J' matrix J`` for each patient: a ``(u, u)`` sum carried to the log parameters."""
+    return np.swapaxes(jacobian, -1, -2) @ matrix @ jacobian
+
+
+def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
+    """``L_i(eta)`` of every patient, and with ``order`` 2 its gradient and Hessians."""
+    f, f_u, f_uu, jacobian, second = problem.predictions(mu[:, None, :] + eta, order)
+    variance, inverse, slope, curvature, zero, a2, b2 = problem.variance(f, residual)
+    r = problem.y - f
+    precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
+    data = np.log(variance) + r**2 * inverse
+    objective = problem.per_patient(data, axis=-1) + (eta**2 * precision).sum(axis=-1)
+    if order == 0:
+        return {"objective": objective}
+    scaled_r = r * inverse
+    d_f = slope * inverse - 2 * scaled_r - scaled_r**2 * slope
+    weight = 2 * inverse + (slope * inverse) ** 2
+    d_ff = (
+        curvature * inverse
+        - (slope * inverse) ** 2
+        + 2 * inverse
+        + 4 * scaled_r * slope * inverse
+        - scaled_r**2 * curvature
+        + 2 * scaled_r**2 * slope**2 * inverse
+    )
+    outer = f_u[..., :, None] * f_u[..., None, :]
+    score_u = problem.per_patient(d_f[..., None] * f_u, axis=-2)  # (B, n, u)
+    information_u = problem.per_patient(weight[..., None, None] * outer, axis=-3)
+    hessian_u = problem.per_patient(
+        d_ff[..., None, None] * outer + d_f[..., None, None] * f_uu, axis=-3
+    )
+    prior = 2 * precision[..., None] * problem.identity  # (B, 1, p, p)
+    score = np.einsum("...ak,...a->...k", jacobian, score_u)
+    information = _chain(jacobian, information_u) + prior
+    hessian = _chain(jacobian, hessian_u) + np.einsum("...a,...akl->...kl", score_u, second) + prior
+    return dict(
+        objective=objective, gradient=score + 2 * eta * precision, score=score,
+        information=information, hessian=hessian, information_u=information_u,
+        f=f, f_u=f_u, f_uu=f_uu, jacobian=jacobian, second=second, r=r, inverse=inverse,
+        slope=slope, curvature=curvature, zero=zero, a2=a2, b2=b2, d_f=d_f, weight=weight,
+        precision=precision,
+    )  # fmt: skip
+
+
+def _newton_step(terms: dict) -> np.ndarray:
+    """Newton step on the exact Hessian where positive definite, else the first-order one."""
+    curvature = hessian = terms["hessian"]
+    try:
+        np.linalg.cholesky(hessian)  # near the modes, every patient's is (the usual case)
+    except np.linalg.LinAlgError:
+        smallest = np.linalg.eigvalsh(hessian)[..., 0]
+        definite = smallest > 1e-8 * np.abs(hessian).max(axis=(-2, -1))
+        curvature = np.where(definite[..., None, None], hessian, terms["information"])
+    return -np.linalg.solve(curvature, terms["gradient"][..., None])[..., 0]
+
+
+def _modes(
+    problem: _Problem,
+    x: np.ndarray,
+    eta: np.ndarray,
+    tolerance: float | None = None,
+    iterations: int | None = None,
+) -> _Evaluation:
+    """Newton's method for the modes of all patients at a batch of outer points ``(B, k)``.
+
+    At most a step of 1 on the log scale of any parameter; a step that raises ``L_i`` is
+    halved, for at most ``iterations`` steps (default ``_MODE_ITERATIONS``). A mode is found
+    when the Newton step is below ``tolerance`` (default ``_MODE_TOLERANCE``), or below
+    ``_STALL_TOLERANCE`` where no halving of it lowers ``L_i`` (rounding, not a distant mode,
+    stops it). The returned terms are those at the returned modes.
+    """
+    tolerance = _MODE_TOLERANCE if tolerance is None else tolerance
+    iterations = _MODE_ITERATIONS if iterations is None else iterations
+    mu, log_sd, residual = problem.unpack(x)
+    terms = _joint(problem, mu, log_sd, residual, eta, 2)
+    stalled = np.zeros(eta.shape[:-1], dtype=bool)
+    for _ in range(iterations):
+        step = _newton_step(terms)
+        size = np.abs(step).max(axis=-1)
+        converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
+        done = converged | stalled
         if done.all():
             break
-        # Step halving for the patients whose objective would rise. A patient whose objective
-        # rises even for a step below 1e-6 is at its mode to the precision of the
-        # finite-difference gradient: it is done.
-        scale = np.where(done, 0.0, 1.0)
-        while True:
-            trial = eta + scale[..., None] * step
-            value, _ = problem.objective_terms(trial, mu, omega, residual)
-            worse = ~(value <= current) & (scale > 0)
-            if not worse.any():
-                break
-            scale = np.where(worse, scale / 2, scale)
-            stalled = worse & (scale * size < _STALL_STEP)
-            done |= stalled
-            scale = np.where(stalled, 0.0, scale)
-        eta = np.where((scale > 0)[..., None], trial, eta)
-        current = np.where(scale > 0, value, current)
-    _, log_det = np.linalg.slogdet(hessian)
-    ofv = current + np.log(omega).sum(axis=-1)[..., None] + log_det
-    return eta, ofv.sum(axis=-1)
+        step = np.where(done[..., None], 0.0, step / np.maximum(size, 1.0)[..., None])
+        current = terms["objective"]
+        trial = eta + step
+        terms = _joint(problem, mu, log_sd, residual, trial, 2)
+        # Rounding may raise a converging patient's objective by a few ulps: allow it.
+        worse = ~(terms["objective"] <= current + 1e-12 * np.abs(current))
+        if worse.any():
+            scale = np.ones(current.shape)
+            for _ in range(_STEP_HALVINGS):
+                scale = np.where(worse, scale / 2, scale)
+                trial = eta + scale[..., None] * step
+                value = _joint(problem, mu, log_sd, residual, trial, 0)["objective"]
+                worse = ~(value <= current + 1e-12 * np.abs(current))
+                if not worse.any():
+                    break
+            stalled |= worse
+            trial = np.where(worse[..., None], eta, trial)  # no descent: stay
+            terms = _joint(problem, mu, log_sd, residual, trial, 2)
+        eta = trial
+    else:  # out of iterations: which modes the last step found
+        size = np.abs(_newton_step(terms)).max(axis=-1)
+        converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
+    return _Evaluation(x=x, eta=eta, converged=converged, terms=terms)
 
 
-def _unpack(x: np.ndarray, p: int, error: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Outer parameters ``(B, k)`` -> typical log values, omega variances, residual (a, b)."""
-    mu = x[..., :p]
-    omega = np.exp(2 * x[..., p : 2 * p])
-    residual = np.zeros((*x.shape[:-1], 2))
-    columns = [ERROR_MODELS["combined"].index(name) for name in ERROR_MODELS[error]]
-    residual[..., columns] = np.exp(x[..., 2 * p :])
-    return mu, omega, residual
+def _residual_changes(problem: _Problem, t: dict):
+    """Per residual parameter (log scale): the change of ``V`` and of ``dV/df``."""
+    changes = {
+        "additive": (2 * t["a2"] * np.ones_like(t["r"]), np.zeros_like(t["r"])),
+        "proportional": (2 * t["b2"] * t["f"] ** 2, 2 * t["slope"]),
+    }
+    for name in ERROR_MODELS[problem.error]:
+        yield (np.where(t["zero"], 0.0, c) for c in changes[name])
 
 
-def _starting_values(problem: _Problem, study: StudyEvents) -> np.ndarray:
-    """Typical log values from a naive pooled fit started from non-compartmental estimates."""
+def _d_f_residual(t: dict, dv: np.ndarray, dslope: np.ndarray) -> np.ndarray:
+    """How one residual parameter moves ``dL/df`` at each observation."""
+    inverse, slope, r = t["inverse"], t["slope"], t["r"]
+    return (-slope * inverse**2 + 2 * r * inverse**2 + 2 * r**2 * slope * inverse**3) * dv + (
+        inverse - (r * inverse) ** 2
+    ) * dslope
+
+
+def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
+    """Each patient's OFV term ``(B, n)`` and its exact gradient in the outer point ``(B, n, k)``.
+
+    See the module docstring; ``q`` is the gradient of ``log|H_i|`` in the modes, ``aq`` the
+    exact Hessian's solve against it (the implicit-function term).
+    """
+    t = evaluation.terms
+    p = problem.p
+    _, log_sd, _ = problem.unpack(evaluation.x)
+    eta = evaluation.eta
+    information = t["information"]
+    sign, log_det = np.linalg.slogdet(information / 2)
+    ofv = t["objective"] + 2 * log_sd.sum(axis=-1)[:, None] + log_det
+    ofv = np.where(sign > 0, ofv, np.inf)
+    inverse, slope, curvature, r = t["inverse"], t["slope"], t["curvature"], t["r"]
+    f_u, jacobian, second = t["f_u"], t["jacobian"], t["second"]
+    m = np.linalg.inv(information)  # (B, n, p, p)
+    m_jt = np.einsum("...kl,...al->...ka", m, jacobian)  # M J', (B, n, p, u)
+    m_u = np.einsum("...ak,...kb->...ab", jacobian, m_jt)  # J M J', (B, n, u, u)
+    mf = np.einsum("...ab,...b->...a", m_u[:, problem.patient], f_u)  # (B, N, u)
+    gmg = (f_u * mf).sum(axis=-1)  # g' M g per observation
+    weight_f = 2 * slope * inverse**2 * (curvature - 1) - 2 * slope**3 * inverse**3
+    along_u = problem.per_patient(
+        (weight_f * gmg)[..., None] * f_u
+        + 2 * t["weight"][..., None] * np.einsum("...ab,...b->...a", t["f_uu"], mf),
+        axis=-2,
+    )
+    # d log|H| / d eta: the first-order Hessian moves with f (through V) and with g.
+    q = np.einsum("...ak,...a->...k", jacobian, along_u) + 2 * np.einsum(
+        "...akl,...la->...k", second, m_jt @ t["information_u"]
+    )
+    aq = np.linalg.solve(t["hessian"], q[..., None])[..., 0]
+    precision = t["precision"]
+    gradient = np.empty((*ofv.shape, problem.k))
+    gradient[..., :p] = t["score"] + 2 * precision * aq
+    gradient[..., p : 2 * p] = (
+        2
+        - 2 * eta**2 * precision
+        - 4 * np.diagonal(m, axis1=-2, axis2=-1) * precision
+        + 4 * aq * eta * precision
+    )
+    for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
+        d_psi = (inverse - (r * inverse) ** 2) * dv
+        weight_psi = (-2 * inverse**2 - 2 * slope**2 * inverse**3) * dv
+        weight_psi += 2 * slope * inverse**2 * dslope
+        direct = problem.per_patient(d_psi + weight_psi * gmg, axis=-1)
+        score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * f_u, axis=-2)
+        implicit = (aq * np.einsum("...ak,...a->...k", jacobian, score_psi)).sum(axis=-1)
+        gradient[..., 2 * p + column] = direct - implicit
+    return ofv, gradient
+
+
+def _select(evaluation: _Evaluation, index: int) -> _Evaluation:
+    """One outer point of a batch, as a batch of one."""
+    part = slice(index, index + 1)
+    return _Evaluation(
+        x=evaluation.x[part],
+        eta=evaluation.eta[part],
+        converged=evaluation.converged[part],
+        terms={name: value[part] for name, value in evaluation.terms.items()},
+    )
+
+
+def _mode_sensitivity(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
+    """``d eta_hat / dx`` of each patient ``(B, n, p, k)``, by the implicit-function theorem."""
+    t = evaluation.terms
+    p = problem.p
+    precision = t["precision"]
+    cross = np.zeros((*evaluation.eta.shape, problem.k))  # d (dL/deta) / dx
+    cross[..., :p] = t["hessian"] - 2 * precision[..., None] * problem.identity
+    cross[..., p : 2 * p] = -4 * (evaluation.eta * precision)[..., None] * problem.identity
+    for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
+        score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * t["f_u"], -2)
+        cross[..., 2 * p + column] = np.einsum("...ak,...a->...k", t["jacobian"], score_psi)
+    return -np.linalg.solve(t["hessian"], cross)
+
+
+def _unpacked_series(problem: _Problem, x: np.ndarray):
+    names = list(problem.model.parameters)
+    mu, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
+    residual_names = list(ERROR_MODELS[problem.error])
+    return (
+        pd.Series(np.exp(mu), index=names),
+        pd.Series(np.exp(2 * log_sd), index=names),
+        pd.Series(residual[problem.residual_columns], index=residual_names),
+    )
+
+
+def _parameter_index(problem: _Problem) -> pd.MultiIndex:
+    names = list(problem.model.parameters)
+    return pd.MultiIndex.from_tuples(
+        [("typical", n) for n in names]
+        + [("omega_sd", n) for n in names]
+        + [("residual", n) for n in ERROR_MODELS[problem.error]],
+        names=["kind", "parameter"],
+    )
+
+
+# --- Starting values --------------------------------------------------------------------------
+
+
+def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
+    """Typical log values from naive pooled fits, started from non-compartmental estimates."""
     model = problem.model
+    mask = study.obs_mask
+    concentration = np.zeros(mask.shape)
+    concentration[mask] = problem.concentration
     # Peak and its time within the first dose's interval, before any accumulation.
     later = np.where(study.dose_amount[:, 1:] > 0, study.dose_time[:, 1:], np.inf)
     second_dose = np.min(later, axis=1, initial=np.inf)[:, None]
-    first_interval = problem.mask & (study.obs_time < second_dose) & (study.obs_period == 0)
-    first_interval[~first_interval.any(axis=1)] = problem.mask[~first_interval.any(axis=1)]
-    y = np.where(first_interval, problem.concentration, np.nan)
-    peak = np.nanmax(y, axis=1)
-    first_dose = study.dose_amount[:, 0]
-    volume = np.median(first_dose / np.maximum(peak, 1e-12 * np.nanmax(peak)))
+    first_interval = mask & (study.obs_time < second_dose) & (study.obs_period == 0)
+    first_interval[~first_interval.any(axis=1)] = mask[~first_interval.any(axis=1)]
+    y = np.where(first_interval, concentration, -np.inf)
+    peak = y.max(axis=1)
+    volume = np.median(study.dose_amount[:, 0] / np.maximum(peak, 1e-12 * peak.max()))
     # Terminal slope from each patient's last three positive observations.
-    times = np.where(problem.mask & (problem.concentration > 0), study.obs_time, np.nan)
-    order = np.argsort(np.where(np.isnan(times), -np.inf, times), axis=1)[:, -3:]
+    positive = mask & (concentration > 0)
+    times = np.where(positive, study.obs_time, np.nan)
+    order = np.argsort(np.where(positive, study.obs_time, -np.inf), axis=1)[:, -3:]
     t_last = np.take_along_axis(times, order, axis=1)
-    positive = np.where(problem.concentration > 0, problem.concentration, np.nan)
-    log_last = np.log(np.take_along_axis(positive, order, axis=1))
-    centred = t_last - np.nanmean(t_last, axis=1, keepdims=True)
+    log_last = np.log(np.take_along_axis(np.where(positive, concentration, np.nan), order, 1))
+    enough = np.isfinite(t_last).all(axis=1)
+    centred = t_last[enough] - t_last[enough].mean(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        slope = np.nansum(centred * log_last, axis=1) / np.nansum(centred**2, axis=1)
-    elimination = np.clip(-np.nanmedian(slope), 1e-4, 10.0) if np.isfinite(slope).any() else 0.1
-    peak_time = np.nanmedian(
-        np.take_along_axis(study.obs_time, np.nanargmax(y, axis=1)[:, None], 1)
-    )
-    guess = {"cl": elimination * volume, "v": volume, "q": elimination * volume, "vp": volume}
-    guess["tlag"] = max(0.2 * peak_time, 0.05)
+        slope = (centred * log_last[enough]).sum(axis=1) / (centred**2).sum(axis=1)
+    slope = slope[np.isfinite(slope)]
+    elimination = float(np.clip(-np.median(slope), 1e-4, 10.0)) if slope.size else 0.1
+    peak_time = float(np.median(np.take_along_axis(study.obs_time, y.argmax(axis=1)[:, None], 1)))
+    guess = {"cl": elimination * volume, "v": volume, "tlag": max(0.2 * peak_time, 0.05)}
     # Log-scale residuals of the positive concentrations with a robust loss, so that one
     # patient's gross error (values a thousand times too high) cannot drag the start.
-    positive_obs = problem.mask & (problem.concentration > 0)
-    log_observed = np.log(problem.concentration[positive_obs])
+    kept = problem.concentration > 0
+    log_observed = np.log(problem.concentration[kept])
+    zeros = np.zeros((study.n_patients, problem.p))
 
     def residuals(log_theta: np.ndarray) -> np.ndarray:
-        theta = np.broadcast_to(log_theta, (study.n_patients, problem.p))
-        f = _predict(model, np.exp(theta), *problem.doses, problem.same_period)
-        return np.log(np.maximum(f[positive_obs], _TINY)) - log_observed
+        f, _, _ = _sensitivities(model, problem.dosing, zeros + log_theta, 0)
+        return np.log(np.maximum(f[kept], _TINY)) - log_observed
 
-    best = None
-    for ka_factor in (0.5, 2.0, 8.0) if model.route == "oral" else (1.0,):
-        guess["ka"] = ka_factor / max(peak_time, 1e-3)
-        start = np.log([guess[name] for name in model.parameters])
-        result = optimize.least_squares(
-            residuals, start, method="trf", loss="soft_l1", f_scale=0.5, max_nfev=200
+    def jacobian(log_theta: np.ndarray) -> np.ndarray:
+        f, g, _ = _sensitivities(model, problem.dosing, zeros + log_theta, 1)
+        return g[kept] / np.maximum(f[kept], _TINY)[:, None]
+
+    absorption = (0.5, 2.0, 8.0) if model.route == "oral" else (None,)
+    # Two compartments: peripheral volume and distribution clearance on a grid around V, CL.
+    distribution = (
+        ((0.3, 1.0), (3.0, 1.0), (1.0, 3.0), (3.0, 10.0)) if model.compartments == 2 else (None,)
+    )
+    starts = []
+    for ka_factor in absorption:
+        for shape in distribution:
+            if ka_factor is not None:
+                guess["ka"] = ka_factor / max(peak_time, 1e-3)
+            if shape is not None:
+                guess["q"] = shape[0] * guess["cl"]
+                guess["vp"] = shape[1] * volume
+            start = np.log([guess[name] for name in model.parameters])
+            with np.errstate(all="ignore"):
+                result = optimize.least_squares(
+                    residuals, start, jac=jacobian, method="trf", loss="soft_l1", f_scale=0.5,
+                    max_nfev=100,
+                )  # fmt: skip
+            # Within a factor 100 of the non-compartmental guess, however the pooled fit
+            # went: data with no structure (noise) would otherwise start far out.
+            start = np.clip(result.x, start - _TYPICAL_RANGE, start + _TYPICAL_RANGE)
+            start = np.clip(start, -_LOG_BOUND + 1, _LOG_BOUND - 1)
+            if all(np.abs(start - other).max() > 0.05 for other in starts):
+                starts.append(start)
+    if model.compartments == 2:
+        # The pooled fits of the distribution parameters tend to one answer: add starts that
+        # spread them a factor 4 either way around the first, for the search to reach other
+        # optima (the OFV of every start is compared before any search runs).
+        names = list(model.parameters)
+        q, vp = names.index("q"), names.index("vp")
+        for shift_q, shift_vp in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+            start = starts[0].copy()
+            start[q] += shift_q * np.log(4.0)
+            start[vp] += shift_vp * np.log(4.0)
+            starts.append(start)
+    return starts
+
+
+# --- The fit ----------------------------------------------------------------------------------
+
+
+def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
+    """A diagonal of the OFV's Hessian in the outer parameters, by expected information.
+
+    Linearized, patient ``i`` estimates its log parameters with precision ``I_i / 2`` (``I_i``
+    the first-order information of its data), so ``mu`` has information
+    ``2 (Omega + 2 I_i^-1)^-1``, the log SD ``omega_k`` about ``4 (omega_k^2 / total_k)^2``,
+    and each residual parameter ``(dV/dpsi)^2 / V^2`` per observation (all in -2 log L units).
+    It only scales the search (so that L-BFGS-B's first step is about a Newton step).
+    """
+    t = evaluation.terms
+    p = problem.p
+    omega = 1 / t["precision"][0, 0]
+    data = t["information"][0] - 2 * t["precision"][0, :, :, None] * problem.identity
+    # (Omega + 2 I^-1)^-1 = I (Omega I + 2)^-1, which needs no inverse of I.
+    ratio = np.linalg.solve(
+        (omega[:, None] * data + 2 * problem.identity).swapaxes(-1, -2), data.swapaxes(-1, -2)
+    ).swapaxes(-1, -2)
+    curvature = np.empty(problem.k)
+    curvature[:p] = 2 * np.diagonal(ratio, axis1=-2, axis2=-1).sum(axis=0)
+    explained = omega * np.diagonal(ratio, axis1=-2, axis2=-1)  # omega^2 / total, per patient
+    curvature[p : 2 * p] = (4 * explained**2).sum(axis=0)
+    for column, (dv, _) in enumerate(_residual_changes(problem, t)):
+        curvature[2 * p + column] = ((dv * t["inverse"]) ** 2).sum()
+    return np.sqrt(np.maximum(curvature, 1e-8 * curvature.max()))
+
+
+def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int, known=()):
+    """L-BFGS-B from an evaluated start, with the exact gradient.
+
+    The search runs in the outer parameters scaled by the square root of their expected
+    curvature (``_expected_curvature``). Each evaluation starts the modes from the best
+    point's, moved to first order by their sensitivity to the outer parameters (at most 0.5
+    on the log scale), so that a few Newton steps find them; a wild trial point of the line
+    search cannot drag the next start. A search that comes within ``_SAME_OPTIMUM`` of an
+    optimum in ``known`` (earlier runs' best points) stops there: it has joined it.
+    """
+    start = _modes(problem, start.x, start.eta)
+    best = {"x": start.x[0], "ofv": np.inf, "joined": False}
+    scale = _expected_curvature(problem, start)
+
+    def keep(evaluation: _Evaluation, total: float) -> None:
+        best.update(
+            x=evaluation.x[0].copy(),
+            ofv=total,
+            eta=evaluation.eta[0],
+            sensitivity=_mode_sensitivity(problem, evaluation)[0],
         )
-        if best is None or result.cost < best.cost:
-            best = result
-    return best.x
+
+    ofv, gradient = _ofv_and_gradient(problem, start)
+    keep(start, float(ofv.sum()))
+    first = {"z": start.x[0] * scale, "ofv": best["ofv"], "gradient": gradient.sum(axis=(0, 1))}
+
+    def objective(z: np.ndarray) -> tuple[float, np.ndarray]:
+        if np.array_equal(z, first["z"]):
+            return first["ofv"], first["gradient"] / scale
+        x = z / scale
+        shift = np.clip(best["sensitivity"] @ (x - best["x"]), -0.5, 0.5)
+        evaluation = _modes(problem, x[None], (best["eta"] + shift)[None])
+        ofv, gradient = _ofv_and_gradient(problem, evaluation)
+        total = float(ofv.sum())
+        if not np.isfinite(total):
+            return np.inf, np.zeros(x.size)
+        if total < best["ofv"]:
+            keep(evaluation, total)
+        return total, gradient.sum(axis=(0, 1)) / scale
+
+    def joined(intermediate_result: optimize.OptimizeResult) -> None:
+        x = intermediate_result.x / scale
+        if any(np.abs(x - other).max() < _SAME_OPTIMUM for other in known):
+            best["joined"] = True
+            raise StopIteration
+
+    result = optimize.minimize(
+        objective,
+        first["z"],
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(low * s, high * s) for (low, high), s in zip(bounds, scale, strict=True)],
+        options={"maxiter": max_iterations, "ftol": 1e-12, "gtol": 1e-6, "maxcor": 20},
+        callback=joined,
+    )
+    return best, result
 
 
 def fit_population(
@@ -353,18 +789,32 @@ def fit_population(
         The residual error model; default ``"combined"``, or ``"additive"`` for log
         concentrations (``roles.log_dv``), which is then the only one allowed.
     max_iterations : int, default 300
-        Most L-BFGS-B iterations of the outer problem.
+        Most L-BFGS-B iterations of each run of the outer problem.
 
     Returns
     -------
     PopulationFit
         Typical values, omega, residual error, empirical Bayes random effects, shrinkage,
-        OFV and convergence.
+        OFV, the covariance step, diagnostics and convergence.
+
+    Raises
+    ------
+    ValueError
+        For an unknown error model, a proportional error on log concentrations, fewer than
+        one iteration, or concentrations none of which is positive.
+
+    Warns
+    -----
+    FitWarning
+        When the fit must not be trusted (``converged`` False): a parameter at a bound, a
+        between-subject SD at its floor, a mode not found, a failed covariance step, or an
+        optimizer stopped away from a stationary point.
 
     Notes
     -----
     The method (FOCE-I) is described in the module docstring. Between-subject SDs are
-    bounded to [0.01, 5] on the log scale.
+    bounded to [0.01, 5] on the log scale; typical values to a factor 100 either side of
+    their start.
     """
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
@@ -377,74 +827,238 @@ def fit_population(
         raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
     if study.roles.log_dv and error != "additive":
         raise ValueError("log concentrations (roles.log_dv) take error='additive'")
+    max_iterations = check_count(max_iterations, "max_iterations")
+    if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
+        raise ValueError(
+            "study has no positive concentration of its PK endpoint: every DV is zero or "
+            "negative, and a PK model cannot be fitted"
+        )
+    # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
+    # start-up and synchronization, which on a loaded machine costs more than the fit itself.
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        return _fit(study, model, error, max_iterations)
+
+
+def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) -> PopulationFit:
     problem = _Problem(study, model, error)
-    p = problem.p
-    mu0 = _starting_values(problem, study)
-    spread = np.median(np.abs(problem.y[problem.mask]))
+    p, n = problem.p, study.n_patients
+    spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
-    x0 = np.concatenate(
-        [mu0, np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
+    tail = np.r_[np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
+    candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
+    # Screen every start by its OFV (one batch), and search from the best. Rough modes rank
+    # the starts well enough; each search refines its own.
+    screen = _modes(
+        problem, candidates, np.zeros((len(candidates), n, p)), tolerance=1e-3, iterations=10
     )
-    bounds = [(m - np.log(20), m + np.log(20)) for m in mu0]
-    bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
-    bounds += [
-        (np.log(1e-4 * spread), np.log(10 * spread))
-        if name == "additive"
-        else (np.log(1e-3), np.log(2.0))
-        for name in ERROR_MODELS[error]
-    ]
-    step = _GRADIENT_STEP * np.eye(x0.size)
-    # The inner problems start from the modes at the best point so far: a wild trial point
-    # of the line search must not leave them in another patient's local mode.
-    state = {"eta": np.zeros((study.n_patients, p)), "ofv": np.inf}
-
-    def solve(points: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        eta_start = np.broadcast_to(start, (len(points), *start.shape))
-        return _inner(problem, *_unpack(points, p, error), eta_start)
-
-    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
-        eta, ofv = solve(x[None], state["eta"])
-        if ofv[0] < state["ofv"]:
-            state["eta"], state["ofv"] = eta[0], ofv[0]
-        # The perturbed points start from this point's modes: a step or two each.
-        _, shifted = solve(x + step, eta[0])
-        return float(ofv[0]), (shifted - ofv[0]) / _GRADIENT_STEP
-
-    result = optimize.minimize(
-        objective,
-        x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        options={"maxiter": max_iterations, "ftol": 1e-10, "gtol": 1e-4},
+    screened = _ofv_and_gradient(problem, screen)[0].sum(axis=-1)
+    runs = 3 if model.compartments == 2 else 1
+    chosen = np.argsort(np.where(np.isfinite(screened), screened, np.inf))[:runs]
+    residual_bounds = {
+        "additive": (np.log(1e-4 * spread), np.log(10 * spread)),
+        "proportional": (np.log(1e-3), np.log(2.0)),
+    }
+    outcomes = []
+    for index in chosen:
+        x0 = candidates[index]
+        bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
+        bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
+        bounds += [residual_bounds[name] for name in ERROR_MODELS[error]]
+        known = [o[0]["x"] for o in outcomes]
+        best, result = _minimize(problem, _select(screen, index), bounds, max_iterations, known)
+        outcomes.append((best, result, bounds, float(screened[index])))
+    best, result, bounds, _ = min(outcomes, key=lambda o: o[0]["ofv"])
+    starts = pd.DataFrame(
+        np.exp(candidates[chosen, :p]), columns=[f"start {name}" for name in model.parameters]
     )
-    # Central differences at the end (free of the forward differences' bias) decide whether
-    # the minimum is reached where L-BFGS-B stops in a line search at the noise floor.
-    eta, ofv = solve(result.x[None], state["eta"])
-    _, shifted = solve(np.vstack([result.x + step, result.x - step]), eta[0])
-    gradient = (shifted[: x0.size] - shifted[x0.size :]) / (2 * _GRADIENT_STEP)
-    low, high = np.array(bounds).T
-    pinned = ((result.x <= low + 1e-8) & (gradient > 0)) | (
-        (result.x >= high - 1e-8) & (gradient < 0)
+    starts["start_ofv"] = [o[3] for o in outcomes]
+    starts["ofv"] = [o[0]["ofv"] for o in outcomes]
+    starts["iterations"] = [int(o[1].nit) for o in outcomes]
+    starts["joined_earlier_run"] = [o[0]["joined"] for o in outcomes]
+    return _finish(problem, study, best, result, np.array(bounds), starts)
+
+
+def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
+    """Covariance step, diagnostics and the fit object at the best point found."""
+    x = best["x"]
+    p, k = problem.p, problem.k
+    final = _modes(problem, x[None], best["eta"][None])
+    ofv_terms, gradient_terms = _ofv_and_gradient(problem, final)
+    ofv = float(ofv_terms.sum())
+    gradient = gradient_terms[0].sum(axis=0)
+    low, high = bounds.T
+    at_low, at_high = x - low < _AT_BOUND, high - x < _AT_BOUND
+    free = ~(at_low | at_high)
+    index = _parameter_index(problem)
+    diagnostics = []
+    names = [f"{kind} {name}" for kind, name in index]
+    floor = at_low & (np.arange(k) >= p) & (np.arange(k) < 2 * p)
+    for i in np.flatnonzero(floor):
+        diagnostics.append(
+            f"the between-subject SD of {index[i][1]} collapsed to its floor "
+            f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it"
+        )
+    for i in np.flatnonzero((at_low | at_high) & ~floor):
+        diagnostics.append(f"{names[i]} sits at a bound of its search range")
+    if not final.converged.all():
+        bad = study.ids[~final.converged[0]]
+        diagnostics.append(
+            f"the modes of {bad.size} patients did not converge within {_MODE_ITERATIONS} "
+            f"Newton steps (first: {bad[0]!r})"
+        )
+    # Covariance step: R by central differences of the exact gradient, over the free
+    # parameters; S from each patient's gradient.
+    covariance = sandwich = None
+    free_index = np.flatnonzero(free)
+    m = free_index.size
+    free_gradient = gradient[free_index]
+    try:
+        if m == 0:
+            raise linalg.LinAlgError("every parameter sits at a bound")
+        steps = _HESSIAN_STEP * np.eye(k)[free_index]
+        points = np.vstack([x + steps, x - steps])
+        shifted = _modes(
+            problem, points, np.broadcast_to(final.eta[0], (len(points), *final.eta[0].shape))
+        )
+        shifted_gradient = _ofv_and_gradient(problem, shifted)[1].sum(axis=1)
+        r = (shifted_gradient[:m] - shifted_gradient[m:])[:, free_index] / (2 * _HESSIAN_STEP)
+        r = (r + r.T) / 2
+        if not np.isfinite(r).all():
+            raise linalg.LinAlgError("a non-finite R matrix")
+        factor = linalg.cho_factor(r)
+        r_inverse = linalg.cho_solve(factor, np.eye(m))
+        s = np.einsum("nk,nl->kl", *(2 * [gradient_terms[0][:, free_index]]))
+        free_names = index[free_index]
+        covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
+        sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
+        gain = 0.5 * free_gradient @ r_inverse @ free_gradient
+        if gain > _NEWTON_GAIN:
+            diagnostics.append(
+                f"the optimizer stopped ({result.message}) where a Newton step would still "
+                f"lower the OFV by {gain:.3g}: not a stationary point"
+            )
+    except linalg.LinAlgError:
+        diagnostics.append(
+            "the covariance step failed: the Hessian of the OFV is not positive definite at "
+            "the optimum (a parameter the data do not determine)"
+        )
+    if not np.isfinite(ofv):
+        diagnostics.append("the OFV is not finite at the reported optimum")
+    typical, omega, residual = _unpacked_series(problem, x)
+    parameter_names = list(problem.model.parameters)
+    eta_table = pd.DataFrame(
+        final.eta[0], index=pd.Index(study.ids, name="id"), columns=parameter_names
     )
-    converged = result.success or bool(np.all(np.abs(gradient[~pinned]) < _FLAT_GRADIENT))
-    mu, omega, residual = (a[0] for a in _unpack(result.x[None], p, error))
-    names = list(model.parameters)
-    eta_table = pd.DataFrame(eta[0], index=pd.Index(study.ids, name="id"), columns=names)
-    omega = pd.Series(omega, index=names)
-    return PopulationFit(
-        model=model,
-        error=error,
-        typical=pd.Series(np.exp(mu), index=names),
+    fit = PopulationFit(
+        model=problem.model,
+        error=problem.error,
+        typical=typical,
         omega=omega,
-        residual=pd.Series(
-            residual[[ERROR_MODELS["combined"].index(n) for n in ERROR_MODELS[error]]],
-            index=list(ERROR_MODELS[error]),
-        ),
+        residual=residual,
         eta=eta_table,
         shrinkage=1 - eta_table.std(ddof=0) / np.sqrt(omega),
-        ofv=float(ofv[0]),
-        converged=converged,
+        ofv=ofv,
+        converged=not diagnostics,
         iterations=int(result.nit),
         n_observations=problem.n_obs,
+        covariance=covariance,
+        sandwich=sandwich,
+        diagnostics=tuple(diagnostics),
+        starts=starts,
     )
+    if diagnostics:
+        warnings.warn(
+            f"{problem.model} fit ({problem.error} error) is not to be trusted: "
+            + "; ".join(diagnostics),
+            FitWarning,
+            stacklevel=4,
+        )
+    return fit
+
+
+def importance_sampling_ofv(
+    study: StudyEvents, fit: PopulationFit, *, draws: int = 2000, seed: object = 1
+) -> tuple[float, float]:
+    r"""The OFV at a fit's estimates without the Laplace approximation, by importance sampling.
+
+    Each patient's marginal likelihood :math:`\int p(y_i \mid \eta) p(\eta)\, d\eta` is
+    estimated with ``draws`` draws from a multivariate t distribution (5 degrees of freedom)
+    centred on the patient's mode, scaled by the inverse of the exact Hessian there, as
+    NONMEM's importance-sampling evaluation does. It checks FOCE-I's objective, or decides
+    between two candidate optima, free of either's approximation.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The study the fit was made on.
+    fit : PopulationFit
+        Its model, error model and estimates (``typical``, ``omega``, ``residual``) are used;
+        a copy with other estimates (:func:`dataclasses.replace`) evaluates those.
+    draws : int, default 2000
+        Draws per patient.
+    seed : int or numpy.random.Generator, default 1
+        The random draws.
+
+    Returns
+    -------
+    ofv : float
+        -2 log-likelihood less :math:`N_{obs} \log 2\pi`, comparable with ``fit.ofv``.
+    standard_error : float
+        Its Monte Carlo standard error (delta method over patients).
+    """
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if not isinstance(fit, PopulationFit):
+        raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+    draws = check_count(draws, "draws", minimum=10)
+    rng = check_rng(seed)
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        problem = _Problem(study, fit.model, fit.error)
+        names = list(fit.model.parameters)
+        x = np.r_[
+            np.log(fit.typical[names].to_numpy(dtype=float)),
+            0.5 * np.log(fit.omega[names].to_numpy(dtype=float)),
+            np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
+        ]
+        p, n = problem.p, problem.n_patients
+        mode = _modes(problem, x[None], np.zeros((1, n, p)))
+        hessian = mode.terms["hessian"][0]
+        definite = np.linalg.eigvalsh(hessian)[:, 0] > 0
+        precision = np.where(definite[:, None, None], hessian, mode.terms["information"][0]) / 2
+        root = np.linalg.cholesky(np.linalg.inv(precision))  # (n, p, p)
+        freedom = 5.0
+        normal = rng.standard_normal((draws, n, p))
+        chi = rng.chisquare(freedom, size=(draws, n, 1)) / freedom
+        z = normal / np.sqrt(chi)
+        eta = mode.eta[0] + np.einsum("nkl,mnl->mnk", root, z)
+        # log q: the multivariate t density; log p: -L/2 less the normal constants.
+        _, log_det_root = np.linalg.slogdet(root)
+        log_q = (
+            special.gammaln((freedom + p) / 2)
+            - special.gammaln(freedom / 2)
+            - p / 2 * np.log(freedom * np.pi)
+            - log_det_root
+            - (freedom + p) / 2 * np.log1p((z**2).sum(axis=-1) / freedom)
+        )
+        mu, log_sd, residual = problem.unpack(x[None])
+        log_p = np.empty((draws, n))
+        chunk = max(1, 200_000 // problem.n_obs)
+        for start in range(0, draws, chunk):
+            part = slice(start, start + chunk)
+            size = eta[part].shape[0]
+            objective = _joint(
+                problem,
+                np.repeat(mu, size, axis=0),
+                np.repeat(log_sd, size, axis=0),
+                np.repeat(residual, size, axis=0),
+                eta[part],
+                0,
+            )["objective"]
+            log_p[part] = -0.5 * (objective + 2 * log_sd.sum() + p * np.log(2 * np.pi))
+        log_w = log_p - log_q
+        top = log_w.max(axis=0)
+        w = np.exp(log_w - top)
+        mean = w.mean(axis=0)
+        ofv = float(-2 * (np.log(mean) + top).sum())
+        relative_se = w.std(axis=0, ddof=1) / (np.sqrt(draws) * mean)
+        return ofv, float(2 * np.sqrt((relative_se**2).sum()))

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,7 +58,7 @@ import pandas as pd
 
 from ._validation import check_count, check_real
 from .checks import release_checks
-from .estimation import PopulationFit, fit_population
+from .estimation import FitWarning, PopulationFit, fit_population
 from .influence import (
     MAX_LEFT_OUT_SHARE,
     LeftOut,
@@ -590,7 +591,9 @@ def privacy_checks_across_studies(
         ``random_effects`` (between-subject variances released), ``attendance_below_1``
         (attendance rates released below 1) and ``free_frequencies`` (category levels less
         one per covariate, arms less one, attendance rates below 1 and dose-change rates
-        strictly between 0 and 1).
+        strictly between 0 and 1), and ``fit``: "converged", or the diagnostics of a PK fit
+        that is not to be trusted (:class:`synpmx_lite.estimation.FitWarning` is not raised
+        here; this column carries it).
     """
     if names is None:
         names = list(DATASETS)
@@ -603,7 +606,11 @@ def privacy_checks_across_studies(
         raise ValueError(f"names must be among {sorted(DATASETS)}, got {unknown}")
     rows = []
     for name in names:
-        fit = synpmx_model_estimate(*load_dataset(name), seed=seed)
+        # A fit that cannot be trusted is reported in the ``fit`` column, not as a warning
+        # whose text (with this machine's paths) would leak into the book's output.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            fit = synpmx_model_estimate(*load_dataset(name), seed=seed)
         fingerprint = model_fingerprint(fit)
         checks = model_privacy_checks(fit, released=fingerprint.to_json()).set_index("check")
         largest = fit.privacy.largest
@@ -619,6 +626,7 @@ def privacy_checks_across_studies(
                     e["attendance"] < 1 for e in fingerprint.endpoints.values()
                 ),
                 "free_frequencies": _free_frequencies(fingerprint),
+                "fit": "converged" if fit.pk.converged else "; ".join(fit.pk.diagnostics),
             }
         )
     return pd.DataFrame(rows)

@@ -61,6 +61,7 @@ __all__ = [
     "draw_attendance",
     "membership_tables",
     "population_attack",
+    "r_reference_tables",
     "release_shares",
     "roc_curve",
     "true_positive_rate_at",

@@ -1,10 +1,18 @@
+import json
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.estimation import fit_population
+from synpmx_lite import estimation
+from synpmx_lite.estimation import FitWarning, fit_population, importance_sampling_ofv
 from synpmx_lite.pk import PkModel, predict_concentrations
 from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
+
+DATA = Path(__file__).parent / "data"
 
 
 def simulate(
@@ -118,6 +126,10 @@ def test_a_better_model_lowers_the_objective():
 
 def test_bad_input():
     study = prepare_study(*load_dataset("theo_sd"))
+    with pytest.raises(ValueError, match="max_iterations"):
+        fit_population(study, max_iterations=-1)
+    with pytest.raises(TypeError, match="max_iterations"):
+        fit_population(study, max_iterations=2.5)
     with pytest.raises(ValueError, match="error"):
         fit_population(study, error="exponential")
     with pytest.raises(TypeError, match="study"):
@@ -127,3 +139,284 @@ def test_bad_input():
     nimo = prepare_study(*load_dataset("nimoData"))
     with pytest.raises(ValueError, match="additive"):
         fit_population(nimo, error="proportional")
+
+
+# --- The exact gradient ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "error"),
+    [
+        ("theo_sd", PkModel(route="oral"), "combined"),
+        ("theo_sd", PkModel(route="oral"), "proportional"),
+        ("theo_sd", PkModel(route="oral", lag=True), "combined"),
+        ("pheno_sd", PkModel(route="iv"), "additive"),
+        ("nimoData", PkModel(compartments=2, route="iv"), "additive"),
+    ],
+)
+def test_exact_gradient_and_mode_sensitivity_match_central_differences(
+    name, model, error, monkeypatch
+):
+    """The OFV's gradient (envelope and implicit-function terms) and d eta_hat / dx, away from
+    the optimum, against central differences with the modes solved to 1e-13."""
+    monkeypatch.setattr(estimation, "_MODE_TOLERANCE", 1e-13)
+    study = prepare_study(*load_dataset(name))
+    problem = estimation._Problem(study, model, error)
+    start = estimation._pooled_starts(problem, study)[0]
+    residual = {"combined": [0.5, 0.1], "proportional": [0.1], "additive": [0.5]}[error]
+    rng = np.random.default_rng(2)
+    x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log(residual)]
+    x = x + 0.05 * rng.standard_normal(x.size)
+    base = estimation._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
+    assert base.converged.all()
+    _, gradient = estimation._ofv_and_gradient(problem, base)
+    sensitivity = estimation._mode_sensitivity(problem, base)[0]
+    step = 1e-4
+    points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
+    shifted = estimation._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
+    ofv, _ = estimation._ofv_and_gradient(problem, shifted)
+    total = ofv.sum(axis=1)
+    numeric = (total[: x.size] - total[x.size :]) / (2 * step)
+    np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-5, atol=1e-4)
+    moved = (shifted.eta[: x.size] - shifted.eta[x.size :]) / (2 * step)  # (k, n, p)
+    np.testing.assert_allclose(sensitivity, np.moveaxis(moved, 0, -1), atol=1e-5)
+
+
+# --- Uncertainty -------------------------------------------------------------------------------
+
+
+def test_standard_errors_agree_with_nlme_on_theophylline():
+    """theo_sd, additive error: each log-scale SE within 20 % of nlme's (summary() for the
+    typical values, intervals() for the SDs and the residual error)."""
+    reference = pd.read_csv(DATA / "nlme_theo_sd_additive.csv").set_index(["kind", "parameter"])
+    fit = fit_population(prepare_study(*load_dataset("theo_sd")), error="additive")
+    assert fit.converged
+    summary = fit.summary()
+    log_se = summary["rse_percent"] / 100
+    np.testing.assert_allclose(log_se.loc[reference.index], reference["log_se"], rtol=0.2)
+    # The same optimum (FOCE-I and nlme's Lindstrom-Bates approximation agree closely).
+    np.testing.assert_allclose(
+        np.log(summary["estimate"].loc[reference.index]), reference["log_estimate"], atol=0.03
+    )
+    assert fit.ofv == pytest.approx(reference["ofv"].iloc[0], abs=0.5)
+
+
+def test_standard_errors_agree_with_the_spread_over_replicates():
+    """Simulation and re-estimation: 120 studies of 30 patients from known parameters; the
+    root-mean-square SE (Hessian and sandwich) of each log estimate is within 20 % of the SD
+    of the estimates over the replicates."""
+    model = PkModel(route="iv")
+    estimates, hessian, sandwich = [], [], []
+    for replicate in range(120):
+        data, roles = simulate(
+            model,
+            [1.0, 10.0],
+            [0.3, 0.3],
+            n=30,
+            times=[0.5, 2, 6, 12, 24],
+            amount=100.0,
+            additive=0.3,
+            proportional=0.0,
+            seed=1000 + replicate,
+        )
+        fit = fit_population(prepare_study(data, roles), error="additive")
+        assert fit.converged
+        estimates.append(np.log(fit.summary()["estimate"]))
+        hessian.append(fit.summary()["rse_percent"] / 100)
+        sandwich.append(fit.summary("sandwich")["rse_percent"] / 100)
+    spread = np.std(estimates, axis=0, ddof=1)
+    for standard_errors in (hessian, sandwich):
+        rms = np.sqrt(np.mean(np.square(standard_errors), axis=0))
+        np.testing.assert_allclose(rms, spread, rtol=0.2)
+
+
+def test_the_summary_is_a_pmx_parameter_table():
+    fit = fit_population(prepare_study(*load_dataset("theo_sd")))
+    summary = fit.summary()
+    assert list(summary.columns) == ["estimate", "se", "rse_percent", "shrinkage_percent"]
+    assert summary.index.tolist() == [
+        *(("typical", n) for n in ("cl", "v", "ka")),
+        *(("omega_sd", n) for n in ("cl", "v", "ka")),
+        ("residual", "additive"),
+        ("residual", "proportional"),
+    ]
+    np.testing.assert_allclose(summary["rse_percent"], 100 * summary["se"] / summary["estimate"])
+    # SE of a typical value by the delta method from the log scale's covariance.
+    log_var = fit.covariance.loc[("typical", "cl"), ("typical", "cl")]
+    assert summary.loc[("typical", "cl"), "se"] == pytest.approx(
+        fit.typical["cl"] * np.sqrt(log_var)
+    )
+    np.testing.assert_allclose(
+        summary.loc["omega_sd", "shrinkage_percent"], 100 * fit.shrinkage.to_numpy()
+    )
+    assert summary.loc["typical", "shrinkage_percent"].isna().all()
+    assert np.all(np.linalg.eigvalsh(fit.covariance.to_numpy()) > 0)
+    text = str(fit)
+    assert "RSE %" in text and f"OFV {fit.ofv:.2f} (converged)" in text
+    with pytest.raises(ValueError, match="method"):
+        fit.summary("bootstrap")
+
+
+def test_importance_sampling_checks_the_laplace_approximation():
+    """With rich sampling the exact likelihood is close to FOCE-I's; the estimate is
+    reproducible and its Monte Carlo error small."""
+    study = prepare_study(*load_dataset("theo_sd"))
+    fit = fit_population(study, error="additive")
+    ofv, error = importance_sampling_ofv(study, fit, draws=3000, seed=1)
+    assert error < 0.2
+    assert abs(ofv - fit.ofv) < 3.0
+    assert importance_sampling_ofv(study, fit, draws=3000, seed=1) == (ofv, error)
+    # Moving the estimates away from the optimum raises the exact OFV.
+    moved = replace(fit, typical=fit.typical * [1.3, 1.0, 1.0])
+    assert importance_sampling_ofv(study, moved, draws=3000, seed=1)[0] > ofv + 10
+    with pytest.raises(TypeError, match="fit"):
+        importance_sampling_ofv(study, "fit")
+    with pytest.raises(ValueError, match="draws"):
+        importance_sampling_ofv(study, fit, draws=1)
+
+
+# --- Two-compartment searches ------------------------------------------------------------------
+
+
+def test_two_compartment_search_reports_the_best_of_dispersed_starts():
+    """nimoData has several optima: the runs from different starts end apart, and the fit
+    reports the lowest (here with the SD of Q at its floor, which the fit says)."""
+    with pytest.warns(FitWarning, match="between-subject SD of q"):
+        fit = fit_population(prepare_study(*load_dataset("nimoData")))
+    starts = fit.starts
+    assert len(starts) == 3 and len(starts[["start q", "start vp"]].drop_duplicates()) == 3
+    assert fit.ofv == pytest.approx(starts["ofv"].min(), abs=1e-6)
+    assert starts["ofv"].max() - starts["ofv"].min() > 1.0
+    assert not fit.converged
+
+
+# --- Diagnostics that do not lie ---------------------------------------------------------------
+
+
+def test_three_patients_do_not_determine_the_random_effects():
+    study = prepare_study(*load_dataset("theo_sd"))
+    with pytest.warns(FitWarning, match="SD of v collapsed to its floor"):
+        fit = fit_population(study.subset(np.arange(study.n_patients) < 3))
+    assert not fit.converged
+    assert any("ka collapsed" in message for message in fit.diagnostics)
+
+
+def test_noise_is_not_reported_as_a_converged_fit():
+    data, roles = load_dataset("theo_sd")
+    noise = data.copy()
+    observed = noise["EVID"] == 0
+    noise.loc[observed, "DV"] = np.random.default_rng(5).lognormal(np.log(5), 0.5, observed.sum())
+    with pytest.warns(FitWarning) as caught:
+        fit = fit_population(prepare_study(noise, roles))
+    assert not fit.converged
+    message = str(caught[0].message)
+    assert "sits at a bound" in message and "covariance step failed" in message
+    assert fit.covariance is None and fit.summary()["se"].isna().all()
+
+
+def test_two_compartments_on_one_compartment_data_are_flagged():
+    study = prepare_study(*load_dataset("theo_sd"))
+    with pytest.warns(FitWarning, match="SD of q collapsed"):
+        fit = fit_population(study, model=PkModel(compartments=2, route="oral"))
+    assert not fit.converged
+    assert fit.shrinkage["q"] > 0.9
+
+
+def test_concentrations_none_of_which_is_positive_are_refused():
+    data, roles = load_dataset("theo_sd")
+    negative = data.copy()
+    observed = negative["EVID"] == 0
+    negative.loc[observed, "DV"] = -negative.loc[observed, "DV"].abs()
+    with pytest.raises(ValueError, match="no positive concentration"):
+        fit_population(prepare_study(negative, roles))
+    negative.loc[observed, "DV"] = 0.0
+    with pytest.raises(ValueError, match="no positive concentration"):
+        fit_population(prepare_study(negative, roles))
+
+
+def test_an_optimizer_stopped_early_is_not_converged():
+    study = prepare_study(*load_dataset("theo_sd"))
+    with pytest.warns(FitWarning, match="not a stationary point"):
+        fit = fit_population(study, max_iterations=2)
+    assert not fit.converged and fit.iterations == 2
+
+
+def test_modes_that_do_not_converge_are_reported(monkeypatch):
+    """With no Newton step allowed, the modes stay where the warm start puts them."""
+    monkeypatch.setattr(estimation, "_MODE_ITERATIONS", 0)
+    study = prepare_study(*load_dataset("theo_sd"))
+    with pytest.warns(FitWarning, match="modes of 12 patients did not converge"):
+        fit = fit_population(study)
+    assert not fit.converged
+
+
+def test_a_sound_fit_raises_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = fit_population(prepare_study(*load_dataset("warfarin")))
+    assert fit.converged and fit.diagnostics == ()
+
+
+# --- Proportional error where the prediction or the observation is 0 ---------------------------
+
+
+def test_proportional_error_at_a_zero_prediction():
+    """theo_sd has non-zero pre-dose samples, where an oral model predicts exactly 0. Their
+    variance is 1 (nlmixr2's rule): the OFV stays finite and the fit reaches the estimates of
+    the combined model instead of stopping at its start."""
+    study = prepare_study(*load_dataset("theo_sd"))
+    pre_dose = study.obs_mask & (study.obs_time == 0) & (study.obs_dv != 0)
+    assert pre_dose.sum() == 3
+    fit = fit_population(study, error="proportional")
+    assert fit.converged and fit.iterations > 5
+    assert fit.ofv < 200
+    combined = fit_population(study)
+    np.testing.assert_allclose(fit.typical, combined.typical, rtol=0.05)
+    # Each such sample adds y^2 to the OFV: doubling one adds 3 y^2.
+    data, roles = load_dataset("theo_sd")
+    doubled = data.copy()
+    row = doubled.index[(doubled["EVID"] == 0) & (doubled["TIME"] == 0) & (doubled["DV"] > 0)][0]
+    doubled.loc[row, "DV"] *= 2
+    refit = fit_population(prepare_study(doubled, roles), error="proportional")
+    assert refit.ofv - fit.ofv == pytest.approx(3 * data.loc[row, "DV"] ** 2, abs=1e-3)
+
+
+def test_proportional_error_at_a_zero_observation():
+    """An observed 0 would let a proportional fit gain without bound by moving a patient's
+    lag to just before that sample; such observations are left out (M1). The lag-time fit of
+    warfarin then converges with an OFV above the combined model's (which keeps them), where
+    the floored variance gave 173 against 223."""
+    study = prepare_study(*load_dataset("warfarin"))
+    lag = PkModel(route="oral", lag=True)
+    proportional = fit_population(study, model=lag, error="proportional")
+    combined = fit_population(study, model=lag, error="combined")
+    assert proportional.converged and combined.converged
+    assert proportional.ofv > combined.ofv
+    # The zero observations add nothing: removing them leaves the OFV as it was.
+    data, roles = load_dataset("warfarin")
+    zero = (data["evid"] == 0) & (data["dvid"] == "cp") & (data["dv"] == 0)
+    assert zero.sum() > 0
+    without = fit_population(prepare_study(data[~zero], roles), model=lag, error="proportional")
+    assert without.ofv == pytest.approx(proportional.ofv, abs=1e-3)
+
+
+def test_standard_errors_stay_out_of_the_released_fingerprint():
+    """The fit carries its covariance step; the fingerprint built from it releases none of it."""
+    from synpmx_lite import model_fingerprint, synpmx_model_estimate
+
+    fit = synpmx_model_estimate(*load_dataset("theo_sd"), seed=1)
+    assert fit.pk.covariance is not None
+    released = json.loads(model_fingerprint(fit).to_json())
+
+    def keys(value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                yield str(key).lower()
+                yield from keys(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                yield from keys(inner)
+
+    words = ("covariance", "sandwich", "se", "rse", "standard_error", "rse_percent")
+    assert not set(keys(released)) & set(words)
+    assert set(released["typical"]) == set(fit.pk.typical.index)

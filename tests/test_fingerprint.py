@@ -324,3 +324,13 @@ def test_constructed_cases_change_only_the_named_patients(cases):
         constructed_warfarin_cases(level="male")
     with pytest.raises(ValueError, match="factor"):
         constructed_warfarin_cases(factor=0)
+
+
+def test_across_studies_reports_an_untrusted_fit_in_its_table_not_as_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = privacy_checks_across_studies(["theo_sd", "nimoData"]).set_index("study")
+    assert table.loc["theo_sd", "fit"] == "converged"
+    assert "floor" in table.loc["nimoData", "fit"]

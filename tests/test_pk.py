@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from synpmx_lite.pk import PkModel, predict_concentrations
+from synpmx_lite.pk import PkModel, _dosing, _phi, _sensitivities, predict_concentrations
 
 TIMES = np.array([[0.0, 0.25, 1.0, 2.5, 6.0, 12.0, 24.0, 48.0]])
 
@@ -171,3 +171,90 @@ def test_model_description_and_bad_input():
         predict_concentrations(model, [[1.0, 2.0, 1.0]], [[0.0]], [[1.0, 2.0]], [[0.0]], [[1.0]])
     with pytest.raises(TypeError, match="model"):
         predict_concentrations("oral", [[1.0, 2.0, 1.0]], [[0.0]], [[1.0]], [[0.0]], [[1.0]])
+
+
+DERIVATIVE_CASES = [
+    (PkModel(route="iv"), [2.0, 20.0]),
+    (PkModel(compartments=2, route="iv"), [3.0, 10.0, 5.0, 40.0]),
+    (PkModel(route="oral"), [2.0, 20.0, 1.2]),
+    (PkModel(route="oral"), [2.0, 20.0, 0.1]),  # ka equal to CL / V: the limit's series
+    (PkModel(route="oral", lag=True), [2.0, 20.0, 1.2, 0.4]),
+    (PkModel(compartments=2, route="oral"), [3.0, 10.0, 5.0, 40.0, 0.8]),
+    (PkModel(compartments=2, route="oral", lag=True), [3.0, 10.0, 5.0, 40.0, 0.8, 0.3]),
+]
+
+
+@pytest.mark.parametrize(("model", "theta"), DERIVATIVE_CASES)
+def test_exact_derivatives_match_central_differences(model, theta):
+    """First and second derivatives in the log parameters, for bolus, infusion and oral doses,
+    several doses and patients (central differences of the predictions and of the gradient)."""
+    dose_time = np.array([[0.0, 12.0, 24.0], [0.0, 0.0, 0.0], [0.0, 6.0, 0.0]])
+    amount = np.array([[100.0, 50.0, 0.0], [80.0, 0.0, 0.0], [30.0, 30.0, 0.0]])
+    times = np.array(
+        [
+            [0, 0.25, 0.5, 1, 3, 12, 12.3, 30],
+            [0, 0.1, 0.2, 1, 2, 4, 8, 48],
+            [0.3, 1, 2, 5, 6, 7, 9, 11],
+        ]
+    )
+    durations = [np.zeros((3, 3))]
+    if model.route == "iv":  # infusions of 1 h, and a mix of infusions and boluses
+        durations += [np.ones((3, 3)), np.array([[1.0, 0.0, 0.0]] * 3)]
+    # Equal ka and CL / V at the typical values: the derivatives' series near the limit too.
+    spread = 0.0 if theta == [2.0, 20.0, 0.1] else 0.2
+    log_theta = np.log(theta) + spread * np.random.default_rng(1).standard_normal(
+        (2, 3, len(theta))
+    )
+    for duration in durations:
+        dosing = _dosing(dose_time, amount, duration, times)
+        f, g, second = _sensitivities(model, dosing, log_theta, 2)
+        np.testing.assert_allclose(
+            f, predict_concentrations(
+                model, np.exp(log_theta), dose_time, amount, duration, times
+            ).reshape(f.shape), rtol=1e-12
+        )  # fmt: skip
+        step = 1e-5
+        for k in range(len(theta)):
+            shift = np.zeros(len(theta))
+            shift[k] = step
+            up, g_up, _ = _sensitivities(model, dosing, log_theta + shift, 1)
+            down, g_down, _ = _sensitivities(model, dosing, log_theta - shift, 1)
+            scale = np.abs(g).max()
+            np.testing.assert_allclose(g[..., k], (up - down) / (2 * step), atol=1e-7 * scale)
+            np.testing.assert_allclose(
+                second[..., k], (g_up - g_down) / (2 * step), atol=1e-6 * np.abs(second).max()
+            )
+
+
+def test_dose_and_period_arrays_are_checked():
+    model = PkModel(route="oral")
+    theta = [[1.0, 2.0, 1.0]]
+    with pytest.raises(ValueError, match="dose_amount must not be negative"):
+        predict_concentrations(model, theta, [[0.0]], [[-10.0]], [[0.0]], [[1.0]])
+    with pytest.raises(ValueError, match="dose_period must have shape"):
+        predict_concentrations(
+            model, theta, [[0.0, 1.0]], [[10.0, 5.0]], [[0, 0]], [[1.0]], dose_period=[[0]]
+        )
+    with pytest.raises(ValueError, match="time_period must have shape"):
+        predict_concentrations(
+            model, theta, [[0.0]], [[10.0]], [[0.0]], [[1.0, 2.0]], time_period=[[0, 0, 0]]
+        )
+
+
+def test_phi_and_its_derivatives_are_accurate_across_the_series_switch():
+    """phi(x) = (1 - exp(-x)) / x and two derivatives, against a 20-term Taylor series in
+    extended precision (long double), on both sides of the switch at x = 0.01."""
+    x = np.array([0.0, 1e-8, 1e-4, 5e-3, 0.0099, 0.0101, 0.05, 0.3])
+    wide = x.astype(np.longdouble)
+    reference = [np.zeros_like(wide) for _ in range(3)]
+    term = np.ones_like(wide)  # (-x)^n / (n + 1)!
+    for n in range(20):
+        reference[0] += term
+        if n >= 1:
+            reference[1] += n * term / np.where(wide == 0, 1, wide)
+        if n >= 2:
+            reference[2] += n * (n - 1) * term / np.where(wide == 0, 1, wide) ** 2
+        term = term * -wide / (n + 2)
+    reference[1][0], reference[2][0] = -0.5, 1 / 3
+    for value, exact in zip(_phi(x, 2), reference, strict=True):
+        np.testing.assert_allclose(value, exact.astype(float), rtol=1e-11)

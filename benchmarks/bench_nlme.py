@@ -1,0 +1,284 @@
+"""The engine beside R's nlme on the same population PK models, in one run.
+
+Both fit the same closed-form models to the same observations (exported from
+:func:`synpmx_lite.study.prepare_study`): diagonal random effects on every log parameter,
+additive residual error, maximum likelihood. The engine's objective is FOCE-I; nlme's is
+Lindstrom-Bates, its first-order conditional approximation, so the OFVs agree closely but not
+to the digit. Three parts:
+
+1. Speed: the three one-compartment studies (theo_sd, warfarin cp, pheno_sd), nlme and the
+   engine each from the engine's naive pooled start; median wall-clock seconds over repeats.
+2. Standard errors on theo_sd: the engine's (inverse Hessian and sandwich) beside nlme's
+   (``summary()`` for the typical values, ``intervals()`` for the SDs, on the log scale).
+3. The two-compartment studies (mavoglurant, nimoData), additive error: nlme from a grid of
+   dispersed starts, and the engine; the best optimum of each, and the exact -2 log-likelihood
+   at both by importance sampling (:func:`synpmx_lite.estimation.importance_sampling_ofv`), which
+   decides between them without either method's approximation.
+
+R 4.2 with nlme runs the R side (``Rscript benchmarks/nlme_fits.R``, called by this script;
+``apt-get install r-base-core`` brings both). Without ``Rscript`` on the PATH the script says
+so, skips R and prints the engine's figures alone.
+
+Run from the repository's root::
+
+    .venv/bin/python benchmarks/bench_nlme.py            # all three parts (R takes minutes)
+    .venv/bin/python benchmarks/bench_nlme.py --quick    # parts 1 and 2 only
+
+``--reference`` also writes nlme's theo_sd estimates and standard errors to
+``tests/data/nlme_theo_sd_additive.csv``, the reference of the engine's standard-error test.
+
+Both sides run single-threaded, and both wall-clock and CPU seconds are printed. The last
+line, ``engine_over_nlme_one_compartment: X``, is the engine's total CPU time on the three
+one-compartment fits over nlme's (below 1: the engine is faster): on a machine shared with
+other work the CPU time is the steadier measure. Without R it is
+``engine_one_compartment_cpu_seconds: X``.
+"""
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from synpmx_lite.estimation import fit_population, importance_sampling_ofv
+from synpmx_lite.study import load_dataset, prepare_study
+
+ONE_COMPARTMENT = ("theo_sd", "warfarin", "pheno_sd")
+TWO_COMPARTMENTS = ("mavoglurant", "nimoData")
+REPEATS = 7
+R_SCRIPT = Path(__file__).with_name("nlme_fits.R")
+NLME_NAMES = {"cl": "lcl", "v": "lv", "q": "lq", "vp": "lvp", "ka": "lka"}
+IMPORTANCE_DRAWS = 4000
+
+
+def nlme_model(study) -> str:
+    model = study.roles.model
+    return {(1, "oral"): "oral1", (1, "iv"): "iv1", (2, "iv"): "iv2"}[
+        (model.compartments, model.route)
+    ]
+
+
+def export(directory: Path, name: str, study, starts: pd.DataFrame) -> None:
+    """The observations, the (dose, observation) pairs and the starts, for nlme_fits.R."""
+    patient, slot = np.nonzero(study.obs_mask)
+    rows = np.arange(patient.size) + 1
+    pd.DataFrame(
+        {
+            "row": rows,
+            "id": patient + 1,
+            "time": study.obs_time[patient, slot],
+            "dv": study.obs_dv[patient, slot],
+        }
+    ).to_csv(directory / f"{name}_obs.csv", index=False)
+    elapsed = study.obs_time[patient, slot][:, None] - study.dose_time[patient]
+    reaches = (
+        (elapsed >= 0)
+        & (study.dose_amount[patient] > 0)
+        & (study.dose_period[patient] == study.obs_period[patient, slot][:, None])
+    )
+    obs, dose = np.nonzero(reaches)
+    pd.DataFrame(
+        {
+            "row": rows[obs],
+            "amount": study.dose_amount[patient[obs], dose],
+            "elapsed": elapsed[obs, dose],
+            "duration": study.dose_duration[patient[obs], dose],
+        }
+    ).to_csv(directory / f"{name}_pairs.csv", index=False)
+    starts.to_csv(directory / f"{name}_starts.csv", index=False)
+
+
+def pooled_start(fit) -> dict:
+    """The engine's starting typical values (its naive pooled fit), as nlme's log names."""
+    first = fit.starts.iloc[0]
+    return {NLME_NAMES[k]: float(np.log(first[f"start {k}"])) for k in fit.model.parameters}
+
+
+def run_nlme(specs: list[dict], starts: dict, studies: dict) -> pd.DataFrame | None:
+    if shutil.which("Rscript") is None:
+        print("Rscript is not on the PATH: the nlme side is skipped (apt-get install r-base-core)")
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        directory = Path(folder)
+        for spec in specs:
+            export(directory, spec["study"], studies[spec["study"]], starts[spec["study"]])
+        pd.DataFrame(specs).to_csv(directory / "studies.csv", index=False)
+        subprocess.run(["Rscript", str(R_SCRIPT), str(directory)], check=True)
+        return pd.read_csv(directory / "nlme_results.csv")
+
+
+def timed_fit(study, repeats: int, **options):
+    """The fit, and the median wall-clock and CPU seconds of ``repeats`` fits."""
+    fit_population(study, **options)  # warm-up
+    seconds, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        fit = fit_population(study, **options)
+        seconds.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return fit, statistics.median(seconds), statistics.median(cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one-compartment parts only")
+    parser.add_argument("--reference", action="store_true", help="write the SE test's reference")
+    arguments = parser.parse_args()
+    warnings.simplefilter("ignore")  # diagnostics are reported in the tables below
+    two = () if arguments.quick else TWO_COMPARTMENTS
+    studies = {name: prepare_study(*load_dataset(name)) for name in ONE_COMPARTMENT + two}
+    engine = {}
+    for name in ONE_COMPARTMENT:
+        engine[name] = timed_fit(studies[name], REPEATS, error="additive")
+    for name in two:
+        engine[name] = timed_fit(studies[name], 3, error="additive")
+    starts, specs = {}, []
+    for name in ONE_COMPARTMENT:
+        starts[name] = pd.DataFrame([pooled_start(engine[name][0])])
+        specs.append({"study": name, "model": nlme_model(studies[name]), "repeats": REPEATS})
+    for name in two:
+        base = pooled_start(engine[name][0])
+        grid = [
+            base | {"lq": base["lcl"] + np.log(q), "lvp": base["lv"] + np.log(vp)}
+            for q in (0.3, 1.0, 3.0)
+            for vp in (1.0, 3.0, 10.0)
+        ]
+        starts[name] = pd.DataFrame(grid)
+        specs.append({"study": name, "model": "iv2", "repeats": 1})
+    for spec in specs:
+        spec["log_dv"] = studies[spec["study"]].roles.log_dv
+    nlme = run_nlme(specs, starts, studies)
+    report_speed(engine, nlme)
+    report_standard_errors(engine["theo_sd"][0], nlme)
+    if two:
+        report_two_compartments(engine, nlme, studies)
+    if arguments.reference and nlme is not None:
+        write_reference(nlme[nlme["study"] == "theo_sd"].iloc[0])
+    total = sum(engine[n][2] for n in ONE_COMPARTMENT)
+    if nlme is None:
+        print(f"engine_one_compartment_cpu_seconds: {total:.3f}")
+    else:
+        found = nlme.set_index("study").loc[list(ONE_COMPARTMENT)]
+        wall = sum(engine[n][1] for n in ONE_COMPARTMENT) / found["seconds"].sum()
+        print(f"engine over nlme, wall clock: {wall:.3f}")
+        print(f"engine_over_nlme_one_compartment: {total / found['cpu'].sum():.3f}")
+
+
+def write_reference(found: pd.Series) -> None:
+    """nlme's theo_sd log-scale estimates and SEs, for tests/test_estimation.py."""
+    rows = []
+    for name in ("cl", "v", "ka"):
+        key = NLME_NAMES[name]
+        rows.append(("typical", name, found[f"{key}_est"], found[f"{key}_se"]))
+        rows.append(("omega_sd", name, np.log(found[f"sd_{key}_est"]), found[f"sd_{key}_logse"]))
+    rows.append(("residual", "additive", np.log(found["sigma_est"]), found["sigma_logse"]))
+    path = Path(__file__).parents[1] / "tests" / "data" / "nlme_theo_sd_additive.csv"
+    table = pd.DataFrame(rows, columns=["kind", "parameter", "log_estimate", "log_se"])
+    table["ofv"] = found["ofv"]
+    table.to_csv(path, index=False, float_format="%.6g")
+    print(f"wrote {path}")
+
+
+def report_speed(engine: dict, nlme: pd.DataFrame | None) -> None:
+    rows = []
+    for name in ONE_COMPARTMENT:
+        fit, seconds, cpu = engine[name]
+        row = {"study": name, "engine wall s": seconds, "engine CPU s": cpu, "engine OFV": fit.ofv}
+        if nlme is not None:
+            found = nlme[nlme["study"] == name].iloc[0]
+            row |= {"nlme wall s": found["seconds"], "nlme CPU s": found["cpu"]}
+            row |= {"nlme OFV": found["ofv"]}
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("study")
+    table.loc["total"] = table.sum(numeric_only=True)
+    table.loc["total", [c for c in table.columns if "OFV" in c]] = np.nan
+    print(f"\nOne-compartment fits, additive error (median of {REPEATS} runs):")
+    print(table.to_string(float_format=lambda v: f"{v:.3f}", na_rep=""))
+
+
+def report_standard_errors(fit, nlme: pd.DataFrame | None) -> None:
+    """theo_sd: log-scale SEs (= RSE / 100) of the engine beside nlme's."""
+    hessian = fit.summary("hessian")["rse_percent"] / 100
+    sandwich = fit.summary("sandwich")["rse_percent"] / 100
+    table = pd.DataFrame({"engine (Hessian)": hessian, "engine (sandwich)": sandwich})
+    if nlme is not None:
+        found = nlme[nlme["study"] == "theo_sd"].iloc[0]
+        reference = {}
+        for kind, name in table.index:
+            key = NLME_NAMES.get(name)
+            if kind == "typical":
+                reference[(kind, name)] = found[f"{key}_se"]
+            elif kind == "omega_sd":
+                reference[(kind, name)] = found[f"sd_{key}_logse"]
+            else:
+                reference[(kind, name)] = found["sigma_logse"]
+        table["nlme"] = pd.Series(reference)
+        table["Hessian / nlme"] = table["engine (Hessian)"] / table["nlme"]
+    print("\ntheo_sd, additive error: standard errors of the log estimates (RSE % / 100):")
+    print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+
+
+def report_two_compartments(engine: dict, nlme: pd.DataFrame | None, studies: dict) -> None:
+    print("\nTwo-compartment studies, additive error:")
+    for name in TWO_COMPARTMENTS:
+        fit, seconds, _ = engine[name]
+        names = list(fit.model.parameters)
+        table = pd.DataFrame(
+            {"engine": np.r_[fit.typical.to_numpy(), fit.omega_sd.to_numpy(), fit.residual]},
+            index=[*names, *(f"sd {n}" for n in names), "additive"],
+        )
+        ofv = {"engine": fit.ofv}
+        exact = {"engine": importance_sampling_ofv(studies[name], fit, draws=IMPORTANCE_DRAWS)}
+        line = (
+            f"  {name}: engine {seconds:.2f} s, {'converged' if fit.converged else 'NOT converged'}"
+        )
+        if nlme is not None:
+            runs = nlme[(nlme["study"] == name) & nlme["ofv"].notna()]
+            best = runs.loc[runs["ofv"].idxmin()]
+            ofvs = np.round(np.sort(runs["ofv"].to_numpy()), 2)
+            line += (
+                f"; nlme {len(runs)} of {int((nlme['study'] == name).sum())} starts ended, "
+                f"{int(runs['converged'].sum())} converged, OFVs {ofvs}"
+            )
+            values = [np.exp(best[f"{NLME_NAMES[n]}_est"]) for n in names]
+            values += [best[f"sd_{NLME_NAMES[n]}_est"] for n in names] + [best["sigma_est"]]
+            table["nlme (best start)"] = values
+            ofv["nlme (best start)"] = best["ofv"]
+            at_nlme = fit_from_estimates(fit, values)
+            exact["nlme (best start)"] = importance_sampling_ofv(
+                studies[name], at_nlme, draws=IMPORTANCE_DRAWS
+            )
+        print(line)
+        print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+        objectives = pd.DataFrame(
+            {
+                "OFV (FOCE-I / nlme's)": pd.Series(ofv),
+                "OFV by importance sampling": pd.Series({k: v[0] for k, v in exact.items()}),
+                "its Monte Carlo SE": pd.Series({k: v[1] for k, v in exact.items()}),
+            }
+        ).T
+        print(objectives.to_string(float_format=lambda v: f"{v:.2f}"))
+
+
+def fit_from_estimates(fit, values):
+    """A copy of ``fit`` holding other typical values, SDs and residual error."""
+    from dataclasses import replace
+
+    p = len(fit.model.parameters)
+    return replace(
+        fit,
+        typical=pd.Series(values[:p], index=fit.typical.index),
+        omega=pd.Series(np.square(values[p : 2 * p]), index=fit.omega.index),
+        residual=pd.Series(values[2 * p :], index=fit.residual.index),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
