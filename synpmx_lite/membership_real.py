@@ -120,6 +120,10 @@ class GeneratorAttack:
     fit_problems : pandas.Series
         How many replicates' fits carry each diagnostic
         (:attr:`synpmx_lite.estimation.PopulationFit.diagnostics`), most frequent first.
+    estimates : pandas.DataFrame
+        One row per replicate; columns ``(release, kind, parameter)`` with ``kind``
+        ``typical`` or ``omega`` (sorted): the PK estimates each cohort's release holds, as
+        released and unrounded.
     shadow_off_by : float
         Root mean square, over replicates and parameters, of the log-scale difference between
         a shadow cohort's typical values and the whole study's: how far off the shadow
@@ -155,6 +159,7 @@ class GeneratorAttack:
     left_out: float
     unconverged: int
     fit_problems: pd.Series
+    estimates: pd.DataFrame
     shadow_off_by: float
 
     def piles(self, release: str, reference: str, score: str) -> tuple[np.ndarray, np.ndarray]:
@@ -266,6 +271,17 @@ def _released_shares(fingerprint, facts: pd.DataFrame, cohort: np.ndarray) -> np
         elif kind == "arm":
             values[j] = facts.iloc[cohort, j].mean()
     return values
+
+
+def _cohort_shares(study: StudyEvents, facts: pd.DataFrame, cohort: np.ndarray) -> np.ndarray:
+    """Each fact's share in a cohort (boolean per patient) at full precision, as the
+    fingerprint defines it: attendance over the visits the cohort itself reached."""
+    shares = facts[cohort].mean(axis=0)
+    attendance = _patient_facts(study.subset(cohort), min_patients=3)["attendance"]
+    shares.loc["attendance"] = (
+        attendance.mean(axis=0).reindex(shares["attendance"].index).to_numpy()
+    )
+    return shares.to_numpy()
 
 
 def _scored_facts(facts: pd.DataFrame, whole: np.ndarray) -> np.ndarray:
@@ -437,8 +453,9 @@ def generator_membership_attack(
                 for (_, fp), cohort in zip(runs, cohorts, strict=True)
             ]
         ),
-        "unrounded": np.array([np.nanmean(fact_values[cohort], axis=0) for cohort in cohorts]),
+        "unrounded": np.array([_cohort_shares(study, facts, row) for row in member]),
     }
+    cohort_shares = shares["unrounded"].copy()
     shares["unrounded"] = np.where(np.isnan(shares["released"]), np.nan, shares["unrounded"])
 
     # The attacker's references: the whole study's, or the next replicate's (cyclically).
@@ -452,7 +469,7 @@ def generator_membership_attack(
         "shadow cohort": (
             unrounded["typical"][parameters].to_numpy()[following],
             unrounded["omega"][parameters].to_numpy()[following],
-            np.array([np.nanmean(fact_values[cohort], axis=0) for cohort in cohorts])[following],
+            cohort_shares[following],
         ),
     }
 
@@ -553,6 +570,14 @@ def generator_membership_attack(
         fit_problems=pd.Series(
             [problem for fit, _ in runs for problem in fit.pk.diagnostics], dtype=object
         ).value_counts(),
+        estimates=pd.concat(
+            {
+                (release, kind): releases[release][kind][parameters]
+                for release in ATTACK_RELEASES
+                for kind in ("typical", "omega")
+            },
+            axis=1,
+        ).sort_index(axis=1),
         shadow_off_by=float(np.sqrt(np.mean(shadow**2))),
     )
 
