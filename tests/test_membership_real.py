@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from synpmx_lite import (
+    attendance_attack,
     auc,
     auc_standard_error,
     empirical_bayes_estimates,
@@ -21,6 +22,7 @@ from synpmx_lite import (
     synpmx_model_estimate,
     true_positive_rate_at,
 )
+from synpmx_lite.membership import ATTENDANCE_RANGE
 from synpmx_lite.membership_real import (
     ATTACK_REFERENCES,
     ATTACK_RELEASES,
@@ -197,6 +199,32 @@ def test_equivalent_patients_and_prediction(attack):
     prediction = simplified_prediction(attack, 6, draws=200)
     assert list(prediction.index) == ["shares", "population"]
     assert prediction[["released", "unrounded"]].stack().between(0, 1).all()
+
+
+def test_equivalent_size_matches_shadow_cohorts_of_a_finite_population(attack):
+    # Shadow cohorts of the attack's size drawn from simulated finite studies, scored by the
+    # attendance score against the whole study's shares: their AUC is the simplified model's
+    # at the equivalent size, not at the cohort size.
+    rng = np.random.default_rng(5)
+    n, m, visits, draws = attack.patients, attack.members, 5, 3000
+    rate = rng.uniform(*ATTENDANCE_RANGE, size=(draws, 1, visits))
+    facts = (rng.random((draws, n, visits)) < rate).astype(float)
+    whole = facts.mean(axis=1, keepdims=True)
+    order = rng.random((draws, n)).argsort(axis=1)
+    member = np.zeros((draws, n), dtype=bool)
+    np.put_along_axis(member, order[:, :m], True, axis=1)
+    released = (facts * member[..., None]).sum(axis=1, keepdims=True) / m
+    score = ((facts - whole) * (released - whole)).sum(axis=-1)
+    studies = np.arange(draws)
+    members, others = score[studies, order[:, 0]], score[studies, order[:, -1]]
+    finite = auc(members, others)
+    finite_se = auc_standard_error(members, others, paired=True)
+    size = equivalent_patients(attack, "whole study")
+    equivalent = attendance_attack(size, visits, 0.0, draws=draws, rng=6)
+    naive = attendance_attack(m, visits, 0.0, draws=draws, rng=7)
+    error = np.hypot(finite_se, equivalent.without_floor_se)
+    assert abs(finite - equivalent.without_floor) < 4 * error
+    assert finite - naive.without_floor > 8 * np.hypot(finite_se, naive.without_floor_se)
 
 
 @pytest.mark.parametrize(
