@@ -51,6 +51,7 @@ from .membership import (
     population_attack,
     roc_curve,
 )
+from .release import Fingerprint
 from .rounding import round_significant
 from .study import StudyEvents, load_dataset, prepare_study
 
@@ -178,7 +179,10 @@ class GeneratorAttack:
         return values[member], values[~member]
 
     def roc_curve(self, release: str, reference: str, score: str) -> pd.DataFrame:
-        """The ROC curve of one release, reference and score (:func:`~synpmx_lite.roc_curve`)."""
+        """The ROC curve of one release, reference and score.
+
+        See :func:`~synpmx_lite.membership.roc_curve`.
+        """
         return roc_curve(*self.piles(release, reference, score))
 
     def result(self, release: str, reference: str, score: str) -> pd.Series:
@@ -250,7 +254,9 @@ def _patient_facts(study: StudyEvents, min_patients: int) -> pd.DataFrame:
     return pd.DataFrame(facts)
 
 
-def _released_shares(fingerprint, facts: pd.DataFrame, cohort: np.ndarray) -> np.ndarray:
+def _released_shares(
+    fingerprint: Fingerprint, facts: pd.DataFrame, cohort: np.ndarray
+) -> np.ndarray:
     """The fingerprint's value of each fact's share (NaN where it releases none).
 
     Arm sizes are released as exact counts, so an arm's share is read from the cohort.
@@ -630,7 +636,7 @@ def simplified_prediction(
         The attack whose study is placed (its ``shares``).
     patients : int
         Cohort size of the simplified model (for example ``attack.members``, or
-        :func:`equivalent_patients`).
+        :func:`~synpmx_lite.membership_real.equivalent_patients`).
     draws : int, default 2000
         Simulated studies.
     seed : int, default 1
