@@ -20,8 +20,9 @@ on the log scale :cite:p:`dwork2006calibrating`. The median of :math:`|{\rm Lapl
 :math:`e^{b \ln 2}`; the noise's SD, :math:`\sqrt2\,b`, can be set against the sampling error
 :math:`\omega/\sqrt{n}` a typical value already has.
 
-:func:`opendp_typical_value_release` releases one such number through an OpenDP measurement,
-so that the formula can be checked against the library that would be used in practice.
+:func:`opendp_clipped_mean` builds the measurement that releases one such number with OpenDP,
+and :func:`opendp_certificate` checks the formula's scale against the privacy map of the
+library that would be used in practice.
 """
 
 from __future__ import annotations
@@ -32,17 +33,18 @@ import numpy as np
 import opendp.prelude as dp
 import pandas as pd
 
-from ._validation import check_array, check_count, check_real, check_rng
+from ._validation import check_array, check_count, check_real
 
 __all__ = [
     "CLIPPING_SPAN",
     "GROUP_SIZE",
-    "TypicalValueRelease",
+    "LaplaceCertificate",
     "dp_noise_table",
     "laplace_scale",
     "median_fold_error",
     "noise_over_sampling_error",
-    "opendp_typical_value_release",
+    "opendp_certificate",
+    "opendp_clipped_mean",
 ]
 
 dp.enable_features("contrib")
@@ -181,105 +183,121 @@ def dp_noise_table(
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True)
-class TypicalValueRelease:
-    """Releases of one log-scale typical value through an OpenDP Laplace measurement.
+def opendp_clipped_mean(contributors: int, scale: float, *, prior: float = 0.0) -> dp.Measurement:
+    r"""OpenDP's measurement of one log-scale number: a clipped mean with Laplace noise.
 
-    Attributes
-    ----------
-    scale : float
-        The Laplace scale, the smallest whose privacy map OpenDP certifies for the budget.
-    certified_epsilon : float
-        The measurement's privacy map at one patient replaced (symmetric distance 2).
-    true_value : float
-        The clipped mean, on the log scale.
-    first_release : float
-        What the measurement itself releases from the patients' values.
-    released : numpy.ndarray
-        Repeated releases of the same mean with noise of the same scale, from OpenDP's vector
-        Laplace mechanism.
-    """
-
-    scale: float
-    certified_epsilon: float
-    true_value: float
-    first_release: float
-    released: np.ndarray
-
-    def fold_errors(self) -> np.ndarray:
-        """Each release's fold error, :math:`e^{|\\hat\\theta - \\theta|}` on the log scale."""
-        return np.exp(np.abs(self.released - self.true_value))
-
-
-def opendp_typical_value_release(
-    patients: int,
-    released: int,
-    *,
-    epsilon: float = 1.0,
-    prior: float = 0.0,
-    between_subject_sd: float = 0.3,
-    releases: int = 10_000,
-    rng: object = None,
-) -> TypicalValueRelease:
-    r"""Release one log-scale typical value by the per-patient route, with OpenDP.
-
-    Each patient's log parameter (drawn around ``prior`` with SD ``between_subject_sd``) is
-    clipped to ``prior`` :math:`\pm` :data:`CLIPPING_SPAN`/2, and the mean of the ``patients``
-    clipped values is released with Laplace noise through OpenDP. The budget of this one
-    number is ``epsilon / released``; the scale is the smallest whose privacy map, for one
-    patient replaced, OpenDP certifies within that budget (found with
-    :func:`opendp.prelude.binary_search_param`). The noise of all ``releases`` repeats comes
-    from one OpenDP vector Laplace measurement of the same scale.
+    The mean of ``contributors`` values, each in the public range ``prior``
+    :math:`\pm` :data:`CLIPPING_SPAN`/2, released with Laplace noise of ``scale``: the
+    per-patient route when the contributors are patients, subsample and aggregate when they
+    are groups' estimates.
 
     Parameters
     ----------
-    patients : int
-        Cohort size, at least 2.
+    contributors : int
+        How many clipped values are averaged, at least 2.
+    scale : float
+        The Laplace scale, positive.
+    prior : float, default 0
+        Centre of the public clipping range (log scale).
+
+    Returns
+    -------
+    opendp.mod.Measurement
+        Takes a list of ``contributors`` floats (already in the range); its privacy map at
+        ``d_in=2`` (one contributor replaced, a symmetric distance of two) is the epsilon it
+        spends.
+
+    Examples
+    --------
+    >>> round(opendp_clipped_mean(60, laplace_scale(60, 11)).map(2) * 11, 9)
+    1.0
+    """
+    contributors = check_count(contributors, "contributors", minimum=2)
+    scale = check_real(scale, "scale", low=0, low_open=True)
+    prior = check_real(prior, "prior")
+    bounds = (prior - CLIPPING_SPAN / 2, prior + CLIPPING_SPAN / 2)
+    space = (
+        dp.vector_domain(dp.atom_domain(bounds=bounds), size=contributors),
+        dp.symmetric_distance(),
+    )
+    return space >> dp.t.then_mean() >> dp.m.then_laplace(scale=scale)
+
+
+@dataclass(frozen=True)
+class LaplaceCertificate:
+    r"""The formula's Laplace scale for one released number, checked against OpenDP's privacy map.
+
+    Attributes
+    ----------
+    contributors : int
+        Values averaged (patients, or groups).
+    released : int
+        Numbers sharing the budget.
+    budget : float
+        This number's share of the budget, ``epsilon / released``.
+    formula_scale : float
+        :func:`laplace_scale`, :math:`b = d S / (m \varepsilon)`.
+    certified_epsilon : float
+        What OpenDP's privacy map says :func:`opendp_clipped_mean` at the formula's scale
+        spends when one contributor is replaced.
+    opendp_scale : float
+        The smallest scale whose map OpenDP certifies within ``budget`` (a binary search on
+        the map, :func:`opendp.prelude.binary_search_param`).
+    """
+
+    contributors: int
+    released: int
+    budget: float
+    formula_scale: float
+    certified_epsilon: float
+    opendp_scale: float
+
+    def largest_gap(self) -> float:
+        """The larger relative gap: certified epsilon against the budget, scale against scale."""
+        return max(
+            abs(self.certified_epsilon / self.budget - 1),
+            abs(self.opendp_scale / self.formula_scale - 1),
+        )
+
+
+def opendp_certificate(
+    contributors: int, released: int, *, epsilon: float = 1.0
+) -> LaplaceCertificate:
+    """Check the formula's Laplace scale for one released number against OpenDP.
+
+    Builds :func:`opendp_clipped_mean` at the scale :func:`laplace_scale` gives and reads the
+    epsilon OpenDP certifies for it, and searches OpenDP's map for the smallest scale that
+    stays within the number's budget. Both agree with the formula to floating-point accuracy
+    when the formula is right; a wrong sensitivity or budget split shows as a gap of a factor.
+
+    Parameters
+    ----------
+    contributors : int
+        Values averaged: patients (per-patient route) or groups (subsample and aggregate), at
+        least 2.
     released : int
         How many numbers share the budget.
     epsilon : float, default 1
         The whole release's budget.
-    prior : float, default 0
-        Centre of the public clipping range (log scale).
-    between_subject_sd : float, default 0.3
-        SD of the patients' log parameters.
-    releases : int, default 10000
-        Independent releases of the same mean, to estimate the fold-error distribution.
-    rng : numpy.random.Generator, int or None
-        Source of the patients' values (the noise comes from OpenDP).
 
     Returns
     -------
-    TypicalValueRelease
-        The scale, its certified epsilon, the clipped mean and the releases.
+    LaplaceCertificate
+        The budget, both scales and the certified epsilon.
     """
-    patients = check_count(patients, "patients", minimum=2)
+    contributors = check_count(contributors, "contributors", minimum=2)
     released = check_count(released, "released")
     epsilon = check_real(epsilon, "epsilon", low=0, low_open=True)
-    prior = check_real(prior, "prior")
-    between_subject_sd = check_real(between_subject_sd, "between_subject_sd", low=0, low_open=True)
-    releases = check_count(releases, "releases")
-    bounds = (prior - CLIPPING_SPAN / 2, prior + CLIPPING_SPAN / 2)
-
-    space = (
-        dp.vector_domain(dp.atom_domain(bounds=bounds), size=patients),
-        dp.symmetric_distance(),
-    )
     budget = epsilon / released
-    scale = dp.binary_search_param(
-        lambda s: space >> dp.t.then_mean() >> dp.m.then_laplace(scale=s), d_in=2, d_out=budget
+    formula = laplace_scale(contributors, released, epsilon=epsilon)
+    searched = dp.binary_search_param(
+        lambda s: opendp_clipped_mean(contributors, s), d_in=2, d_out=budget
     )
-    measurement = space >> dp.t.then_mean() >> dp.m.then_laplace(scale=scale)
-
-    values = np.clip(check_rng(rng).normal(prior, between_subject_sd, patients), *bounds)
-    true_value = float(values.mean())
-    noise = dp.m.make_laplace(
-        dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float), scale=scale
-    )
-    return TypicalValueRelease(
-        scale=float(scale),
-        certified_epsilon=float(measurement.map(2)),
-        true_value=true_value,
-        first_release=float(measurement(values.tolist())),
-        released=np.asarray(noise([true_value] * releases)),
+    return LaplaceCertificate(
+        contributors=contributors,
+        released=released,
+        budget=budget,
+        formula_scale=formula,
+        certified_epsilon=float(opendp_clipped_mean(contributors, formula).map(2)),
+        opendp_scale=float(searched),
     )

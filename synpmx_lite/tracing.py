@@ -445,12 +445,18 @@ class DpMeanQuery:
             the operating system's secure generator, which no seed controls: see
             :class:`OpenDpRecord` for releases that read the same on every run.
         """
+        rows = self._check_rows(rows)
+        return np.asarray(self.measurement(rows.mean(axis=0).tolist()), dtype=float)
+
+    def _check_rows(self, rows: object) -> np.ndarray:
+        """``rows`` as 0/1, one row per person of the sample and one column per predicate."""
         rows = check_binary(rows, "rows", ndim=2)
         if rows.shape != (self.sample_size, self.predicates):
             raise ValueError(
-                f"rows must have shape ({self.sample_size}, {self.predicates}), got {rows.shape}"
+                f"rows must have shape ({self.sample_size}, {self.predicates}), one row per "
+                f"person of the sample and one column per predicate, got {rows.shape}"
             )
-        return np.asarray(self.measurement(rows.mean(axis=0).tolist()), dtype=float)
+        return rows
 
     def opendp_noise(self, size: int) -> np.ndarray:
         """Draw ``size`` values of the noise OpenDP adds, from OpenDP's own sampler.
@@ -491,6 +497,7 @@ class DpMeanQuery:
         numpy.ndarray
             The draws.
         """
+        shape = tuple(check_count(n, "shape", minimum=0) for n in np.atleast_1d(shape).tolist())
         return check_rng(rng).laplace(0.0, self.scale, shape)
 
 
@@ -581,13 +588,27 @@ def dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQu
 # --- OpenDP outputs kept for the book -------------------------------------------------------------
 
 
-def _release_key(query: DpMeanQuery, means: np.ndarray) -> str:
-    digest = hashlib.sha256(np.ascontiguousarray(means, dtype="<f8").tobytes()).hexdigest()
-    return f"release-{query.predicates}-{query.scale.hex()}-{_GRANULARITY}-{digest[:20]}"
+def _certified_query(query: object) -> DpMeanQuery:
+    """The query :func:`dp_mean_query` builds for ``query``'s settings, refusing any other."""
+    if not isinstance(query, DpMeanQuery):
+        raise TypeError(f"query must be a DpMeanQuery (see dp_mean_query), got {query!r}")
+    certified = dp_mean_query(query.sample_size, query.predicates, query.epsilon)
+    if (query.scale, query.sensitivity) != (certified.scale, certified.sensitivity):
+        raise ValueError(
+            f"query has scale {query.scale!r} and sensitivity {query.sensitivity!r}, not the "
+            f"{certified.scale!r} and {certified.sensitivity!r} that OpenDP certifies for "
+            f"{query.predicates} means of {query.sample_size} people at epsilon = "
+            f"{query.epsilon!r}: build it with dp_mean_query"
+        )
+    return certified
 
 
-def _noise_key(query: DpMeanQuery, size: int) -> str:
-    return f"noise-{size}-{query.scale.hex()}-{_GRANULARITY}"
+def _query_key(query: DpMeanQuery) -> str:
+    """Everything that determines the distribution of the query's output, exactly."""
+    return (
+        f"n{query.sample_size}-d{query.predicates}-eps{query.epsilon.hex()}-"
+        f"scale{query.scale.hex()}-k{_GRANULARITY}"
+    )
 
 
 class OpenDpRecord:
@@ -598,9 +619,12 @@ class OpenDpRecord:
     controls, so a page that shows an OpenDP release, or compares OpenDP's noise with numpy's,
     would change at every build. A DP release is also meant to be made once: every fresh draw
     from the same data is another release, and averaging them would undo the noise. A record
-    keeps each output with the query (its scale and granularity) and the input it was made for.
+    keeps each output under the query it was made for (sample size, predicate count, budget,
+    certified scale and granularity) and, for a release, its input (the exact means).
     :meth:`release` and :meth:`noise` return the kept output when there is one, and otherwise
-    call OpenDP afresh and keep the result, counted in :attr:`fresh`; :meth:`save` writes them.
+    call OpenDP afresh, through the query :func:`dp_mean_query` certifies, and keep the result,
+    counted in :attr:`fresh`; :meth:`save` writes them. Rows that do not fit the query, or a
+    query that is not the certified one, are refused before anything kept is looked up.
 
     The record shipped with the package (:func:`load_opendp_record`) holds the outputs the
     tracing chapter shows. It was written by running the chapter and then
@@ -611,10 +635,16 @@ class OpenDpRecord:
     ----------
     outputs : dict of str to numpy.ndarray, optional
         Kept outputs, by key (as written by :meth:`save`).
+    opendp_version : str, optional
+        Version of the OpenDP that made ``outputs``; None for the one installed.
     """
 
-    def __init__(self, outputs: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self, outputs: dict[str, np.ndarray] | None = None, *, opendp_version: str | None = None
+    ) -> None:
         self.outputs: dict[str, np.ndarray] = dict(outputs or {})
+        #: Version of the OpenDP that made the outputs.
+        self.opendp_version = opendp_version or importlib.metadata.version("opendp")
         #: How many outputs this record had to ask OpenDP for, not having them kept.
         self.fresh = 0
 
@@ -640,8 +670,12 @@ class OpenDpRecord:
         numpy.ndarray
             One noisy mean per predicate.
         """
-        means = check_binary(rows, "rows", ndim=2).mean(axis=0)
-        return self._kept(_release_key(query, means), lambda: query.release(rows))
+        query = _certified_query(query)
+        rows = query._check_rows(rows)
+        # The mechanism sees only the means: equal means, equal release distribution.
+        means = np.ascontiguousarray(rows.mean(axis=0), dtype="<f8")
+        key = f"release-{_query_key(query)}-{hashlib.sha256(means.tobytes()).hexdigest()}"
+        return self._kept(key, lambda: query.release(rows))
 
     def noise(self, query: DpMeanQuery, size: int) -> np.ndarray:
         """``size`` draws of OpenDP's noise at ``query``'s scale (see
@@ -659,8 +693,9 @@ class OpenDpRecord:
         numpy.ndarray
             The draws.
         """
+        query = _certified_query(query)
         size = check_count(size, "size")
-        return self._kept(_noise_key(query, size), lambda: query.opendp_noise(size))
+        return self._kept(f"noise-{_query_key(query)}-size{size}", lambda: query.opendp_noise(size))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write every output of the record (kept and fresh) to a compressed ``.npz`` file.
@@ -670,8 +705,14 @@ class OpenDpRecord:
         path : str or path-like
             The file to write.
         """
+        installed = importlib.metadata.version("opendp")
+        if self.fresh and self.opendp_version != installed:
+            raise ValueError(
+                f"the record mixes outputs of OpenDP {self.opendp_version} with fresh ones of "
+                f"OpenDP {installed}; save the fresh ones in a new record"
+            )
         outputs = dict(sorted(self.outputs.items()))
-        outputs["opendp-version"] = np.array(importlib.metadata.version("opendp"))
+        outputs["opendp-version"] = np.array(self.opendp_version)
         np.savez_compressed(path, **outputs)
 
     @classmethod
@@ -689,7 +730,8 @@ class OpenDpRecord:
             The record, with nothing drawn afresh yet.
         """
         with np.load(path, allow_pickle=False) as stored:
-            return cls({key: stored[key] for key in stored.files if key != "opendp-version"})
+            outputs = {key: stored[key] for key in stored.files if key != "opendp-version"}
+            return cls(outputs, opendp_version=str(stored["opendp-version"]))
 
 
 def load_opendp_record() -> OpenDpRecord:
@@ -966,7 +1008,7 @@ def simulate_tracing(
     reference_size: int,
     trials: int,
     epsilon: float | Sequence[float] | None = None,
-    statistics: Sequence[str] = STATISTICS,
+    statistics: Sequence[str] | None = None,
     delta: float = 0.05,
     records: object = None,
     rng: object = None,
@@ -1002,8 +1044,11 @@ def simulate_tracing(
         Trials per predicate count, at least 2.
     epsilon : float, sequence of float or None, default None
         Budget(s) of the DP release, each positive; ``inf`` or None for exact answers.
-    statistics : sequence of str, default all of :data:`STATISTICS`
-        The statistics to compute. "figure 1, unclipped" is computed for noisy answers only.
+    statistics : sequence of str or None, default None
+        The statistics to compute, some of :data:`STATISTICS`; None for all that apply.
+        "figure 1, unclipped" applies to noisy answers only, "figure 2" to a
+        ``reference_size`` of at least 2: one named here that applies to none of the budgets
+        is refused.
     delta : float, default 0.05
         Level of the tests, in (0, 1).
     records : pandas.DataFrame, array_like or None
@@ -1030,7 +1075,7 @@ def simulate_tracing(
     reference_size = check_count(reference_size, "reference_size")
     trials = check_count(trials, "trials", minimum=2)
     epsilons = _check_epsilons(epsilon)
-    wanted = _check_statistics(statistics)
+    wanted = STATISTICS if statistics is None else _check_statistics(statistics)
     delta = _check_delta(delta)
     hashes = _record_hashes(load_pums() if records is None else records)
     people = sample_size + 1 + reference_size
@@ -1049,6 +1094,13 @@ def simulate_tracing(
         ]
         for e in epsilons
     }
+    computed = {name for names in per_budget.values() for name in names}
+    if statistics is not None and set(wanted) - computed:
+        raise ValueError(
+            f"statistics {sorted(set(wanted) - computed)} cannot be computed here: "
+            f'"figure 1, unclipped" needs a finite epsilon and "figure 2" a reference_size of '
+            f"at least 2 (got epsilon {list(epsilons)}, reference_size {reference_size})"
+        )
     _check_size(
         trials,
         people,

@@ -1,7 +1,9 @@
-"""Tests of synpmx_lite.dp_noise: the appendix table by hand, and OpenDP against the formula."""
+"""Tests of synpmx_lite.dp_noise: the appendix table by hand, and OpenDP's privacy map against the
+formula."""
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from synpmx_lite.dp_noise import (
     CLIPPING_SPAN,
@@ -9,7 +11,8 @@ from synpmx_lite.dp_noise import (
     laplace_scale,
     median_fold_error,
     noise_over_sampling_error,
-    opendp_typical_value_release,
+    opendp_certificate,
+    opendp_clipped_mean,
 )
 
 
@@ -50,28 +53,36 @@ def test_noise_falls_with_patients_and_grows_with_numbers(table):
     )
 
 
-def test_opendp_scale_is_certified_and_agrees_with_the_formula():
-    release = opendp_typical_value_release(60, 11, rng=1)
-    assert release.certified_epsilon <= 1 / 11
-    assert release.scale == pytest.approx(laplace_scale(60, 11), rel=1e-9)
+def test_opendp_certifies_the_formula_at_every_cell_of_the_table(table):
+    for released, patients in table.index:
+        certificate = opendp_certificate(patients, released)
+        assert certificate.budget == pytest.approx(1 / released)
+        assert certificate.formula_scale == pytest.approx(
+            table.loc[(released, patients)].per_patient_scale
+        )
+        # OpenDP rounds its map conservatively: at most a hair above the budget, never a factor.
+        assert certificate.largest_gap() < 1e-9
 
 
-def test_opendp_fold_errors_agree_with_the_formula():
-    release = opendp_typical_value_release(30, 11, releases=20_000, rng=2)
-    # |Laplace(b)| is exponential with mean b; its sample median has SE about b / sqrt(N).
-    log_median = np.log(np.median(release.fold_errors()))
-    expected = np.log(median_fold_error(release.scale))
-    assert abs(log_median - expected) < 4 * release.scale / np.sqrt(20_000)
-    # Clipping keeps the released mean's true value inside the public range.
-    assert abs(release.true_value) <= CLIPPING_SPAN / 2
+def test_the_privacy_map_catches_a_scale_set_for_the_wrong_cohort():
+    # Noise calibrated for 120 patients on a mean over 60 spends twice the budget.
+    spent = opendp_clipped_mean(60, laplace_scale(120, 11)).map(2)
+    assert spent == pytest.approx(2 / 11, rel=1e-9)
+    assert opendp_certificate(60, 11).opendp_scale == pytest.approx(2 * laplace_scale(120, 11))
 
 
-def test_the_patients_values_are_reproducible_and_the_noise_is_not_numpy():
-    one = opendp_typical_value_release(20, 11, releases=10, rng=3)
-    two = opendp_typical_value_release(20, 11, releases=10, rng=3)
-    assert one.true_value == two.true_value
-    # OpenDP draws its own noise, from the operating system's randomness.
-    assert not np.array_equal(one.released, two.released)
+def test_the_clipped_mean_sensitivity_is_the_span_over_the_contributors():
+    # One contributor replaced moves the mean by at most S/m, so scale S/m spends epsilon 1,
+    # wherever the public range is centred.
+    for prior in (-2.0, 0.0, 3.5):
+        assert opendp_clipped_mean(20, CLIPPING_SPAN / 20, prior=prior).map(2) == pytest.approx(1.0)
+
+
+def test_median_fold_error_is_the_median_of_the_laplace_magnitude():
+    # |Laplace(b)| has median b ln 2: the 75th percentile of the signed noise.
+    scales = np.array([0.03, 0.5, 2.8])
+    expected = np.exp(stats.laplace.ppf(0.75, scale=scales))
+    np.testing.assert_allclose(median_fold_error(scales), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -88,8 +99,11 @@ def test_the_patients_values_are_reproducible_and_the_noise_is_not_numpy():
             "between",
         ),
         (lambda: dp_noise_table(patients=(0,)), ValueError, "patients"),
-        (lambda: opendp_typical_value_release(1, 11), ValueError, "patients"),
-        (lambda: opendp_typical_value_release(30, 11, epsilon=-1), ValueError, "epsilon"),
+        (lambda: opendp_clipped_mean(1, 1.0), ValueError, "contributors"),
+        (lambda: opendp_clipped_mean(30, 0.0), ValueError, "scale"),
+        (lambda: opendp_clipped_mean(30, 1.0, prior=float("nan")), ValueError, "prior"),
+        (lambda: opendp_certificate(30, 11, epsilon=-1), ValueError, "epsilon"),
+        (lambda: opendp_certificate(30, 0), ValueError, "released"),
     ],
 )
 def test_bad_input(call, error, message):

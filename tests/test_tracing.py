@@ -1,3 +1,4 @@
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -311,6 +312,53 @@ def test_record_keeps_each_output_for_its_query_and_input(tmp_path):
         record.release(query, np.full((4, 30), 2))
 
 
+def test_record_never_replays_an_output_for_another_query_or_input():
+    # Found in review: the key held the means but not the sample size, so rows stacked twice
+    # (same means, 8 rows for a query of 4) replayed the kept release where the query refuses
+    # them; and a query built by hand was trusted.
+    query = dp_mean_query(4, 30, 2.0)
+    rows = random_predicates(load_pums().iloc[:4], 30, rng=1)
+    record = OpenDpRecord()
+    kept = record.release(query, rows)
+    doubled = np.vstack([rows, rows])
+    with pytest.raises(ValueError, match=r"rows must have shape \(4, 30\)"):
+        record.release(query, doubled)
+    # Twice the people at half the budget: the same scale up to OpenDP's rounding and the
+    # same means, but another query, so another release.
+    twice = dp_mean_query(8, 30, 1.0)
+    assert twice.scale == pytest.approx(query.scale, rel=1e-9)
+    record.release(twice, doubled)
+    assert record.fresh == 2
+    # A query whose settings do not match its scale is refused, kept output or not.
+    for tampered in (
+        dataclasses.replace(query, epsilon=20.0),
+        dataclasses.replace(query, scale=query.scale / 10),
+    ):
+        with pytest.raises(ValueError, match="dp_mean_query"):
+            record.release(tampered, rows)
+        with pytest.raises(ValueError, match="dp_mean_query"):
+            record.noise(tampered, 10)
+    with pytest.raises(TypeError, match="DpMeanQuery"):
+        record.noise((4, 30, 2.0), 10)
+    # The noise of another query with the same number of draws is drawn afresh too.
+    record.noise(query, 10)
+    record.noise(twice, 10)
+    assert record.fresh == 4
+    np.testing.assert_array_equal(record.release(query, rows), kept)
+
+
+def test_record_says_which_opendp_made_its_outputs(tmp_path):
+    path = tmp_path / "record.npz"
+    OpenDpRecord({"noise-x": np.zeros(3)}, opendp_version="0.1.0").save(path)
+    loaded = OpenDpRecord.load(path)
+    assert loaded.opendp_version == "0.1.0"
+    assert load_opendp_record().opendp_version.startswith("0.16")
+    # Fresh outputs of the installed OpenDP are not saved under another version's name.
+    loaded.noise(dp_mean_query(4, 30, 2.0), 5)
+    with pytest.raises(ValueError, match=r"mixes outputs of OpenDP 0\.1\.0"):
+        loaded.save(path)
+
+
 # --- The simulation ----------------------------------------------------------------------------
 
 
@@ -469,6 +517,16 @@ def test_bad_input():
         simulate_tracing([10], **settings_, epsilon="1")
     with pytest.raises(ValueError, match="statistics"):
         simulate_tracing([10], **settings_, statistics=["figure 3"])
+    # Found in review: a statistic that applies to none of the budgets was dropped silently,
+    # and with nothing left the run failed inside pandas.
+    with pytest.raises(ValueError, match=r"'figure 2'.* reference_size of at least 2"):
+        simulate_tracing([10], **settings_, statistics="figure 2")
+    with pytest.raises(ValueError, match=r"'figure 1, unclipped'.* finite epsilon"):
+        simulate_tracing([10], **settings_, statistics=["figure 1", "figure 1, unclipped"])
+    with pytest.raises(ValueError, match="shape"):
+        dp_mean_query(5, 10, 1.0).simulated_noise((3, -1), rng=1)
+    with pytest.raises(TypeError, match="shape"):
+        dp_mean_query(5, 10, 1.0).simulated_noise("10", rng=1)
     with pytest.raises(ValueError, match="epsilon"):
         dp_mean_query(5, 10, 0.0)
     with pytest.raises(ValueError, match="rows"):
