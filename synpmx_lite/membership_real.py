@@ -35,6 +35,7 @@ significant figures, shares as the fingerprint rounds them) and for the same fit
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ import pandas as pd
 from ._validation import check_count, check_real
 from .estimation import FitWarning, empirical_bayes_estimates
 from .fingerprint import model_fingerprint, synpmx_model_estimate
+from .influence import MAX_LEFT_OUT_SHARE
 from .membership import (
     _placements,
     _population_score,
@@ -59,6 +61,8 @@ __all__ = [
     "ATTACK_REFERENCES",
     "ATTACK_RELEASES",
     "ATTACK_SCORES",
+    "FALSE_POSITIVE_RATES",
+    "MIN_SHADOW_COHORT",
     "GeneratorAttack",
     "equivalent_patients",
     "generator_membership_attack",
@@ -73,6 +77,10 @@ ATTACK_REFERENCES = ("whole study", "shadow cohort")
 ATTACK_SCORES = ("shares", "population", "combined")
 #: False-positive rates at which the true-positive rate is reported.
 FALSE_POSITIVE_RATES = (0.01, 0.05)
+
+#: The fewest patients a shadow cohort may have: below it the influence rounds can leave nobody
+#: out (a tenth of the cohort is under one patient), unlike on the studies themselves.
+MIN_SHADOW_COHORT = math.ceil(1 / MAX_LEFT_OUT_SHARE)
 
 _BOOTSTRAP = 400  # resamples of the replicates behind each true-positive rate's SE
 
@@ -383,9 +391,9 @@ def generator_membership_attack(
     name : str
         A shipped study (:func:`~synpmx_lite.study.load_dataset`).
     cohort_fraction : float, default 0.75
-        Share of the study in each shadow cohort, in (0, 1); the cohort must have at least 10
-        patients (so that the influence rounds can act, as on the studies themselves) and
-        leave at least 2 out.
+        Share of the study in each shadow cohort, in (0, 1); the cohort must have at least
+        :data:`MIN_SHADOW_COHORT` patients (so that the influence rounds can act, as on the
+        studies themselves) and leave at least 2 out.
     replicates : int, default 40
         Shadow cohorts, at least 3.
     rounding : int, default 1
@@ -415,10 +423,10 @@ def generator_membership_attack(
     study = prepare_study(data, roles)
     n = study.n_patients
     m = round(cohort_fraction * n)
-    if m < 10 or n - m < 2:
+    if m < MIN_SHADOW_COHORT or n - m < 2:
         raise ValueError(
             f"cohort_fraction {cohort_fraction} puts {m} of {name}'s {n} patients in each "
-            "shadow cohort: it needs at least 10 members and 2 non-members"
+            f"shadow cohort: it needs at least {MIN_SHADOW_COHORT} members and 2 non-members"
         )
     rng = np.random.default_rng(seed)
     cohorts = np.sort(rng.random((replicates, n)).argsort(axis=1)[:, :m], axis=1)
