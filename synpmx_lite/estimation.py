@@ -134,6 +134,7 @@ __all__ = [
     "ERROR_MODELS",
     "FitWarning",
     "PopulationFit",
+    "empirical_bayes_estimates",
     "fit_population",
     "importance_sampling_ofv",
 ]
@@ -848,3 +849,90 @@ def importance_sampling_ofv(
         ofv = float(-2 * (np.log(mean) + top).sum())
         relative_se = w.std(axis=0, ddof=1) / (np.sqrt(draws) * mean)
         return ofv, float(2 * np.sqrt((relative_se**2).sum()))
+
+
+def empirical_bayes_estimates(
+    study: StudyEvents,
+    typical: pd.DataFrame,
+    omega: pd.DataFrame,
+    residual: pd.DataFrame,
+    *,
+    model: PkModel | None = None,
+    error: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Every patient's empirical Bayes random effects under given population estimates.
+
+    The mode :math:`\hat\eta_i` of patient :math:`i`'s joint density under fixed typical
+    values, variances and residual error, as the fit finds it (the inner problem of the module
+    docstring), without estimating anything else. Each patient's mode depends only on their
+    own observations, so someone who holds a released model and a person's concentrations can
+    compute that person's random effects under the release. Several sets of estimates (for
+    example the releases of many studies) are handled in one batch.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The patients whose random effects are wanted (:func:`synpmx_lite.study.prepare_study`).
+    typical, omega : pandas.DataFrame
+        One row per set of estimates, one column per parameter of ``model``: typical values,
+        and between-subject variances of the log parameters (all positive and finite).
+    residual : pandas.DataFrame
+        One row per set, one column per residual parameter of ``error``
+        (:data:`ERROR_MODELS`), positive and finite.
+    model : PkModel, optional
+        The structural model; default the one in the study's roles.
+    error : str, optional
+        The residual error model; default ``"combined"`` (``"additive"`` for log
+        concentrations).
+
+    Returns
+    -------
+    eta : numpy.ndarray
+        Shape ``(sets, patients, parameters)``: the modes, parameters in ``model`` order.
+    converged : numpy.ndarray
+        Shape ``(sets, patients)``: whether each mode was found.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``study`` is not a StudyEvents; the tables lack a parameter, hold a value that is not
+        positive and finite, or differ in their number of rows; an unknown error model.
+    """
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    model = study.roles.model if model is None else model
+    if not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    if error is None:
+        error = "additive" if study.roles.log_dv else "combined"
+    if error not in ERROR_MODELS:
+        raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    columns = {
+        "typical": list(model.parameters),
+        "omega": list(model.parameters),
+        "residual": list(ERROR_MODELS[error]),
+    }
+    values = {}
+    for name, table in (("typical", typical), ("omega", omega), ("residual", residual)):
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"{name} must be a pandas DataFrame, got {type(table).__name__}")
+        missing = [c for c in columns[name] if c not in table.columns]
+        if missing:
+            raise ValueError(f"{name} lacks columns {missing}")
+        array = table[columns[name]].to_numpy(dtype=float)
+        if not np.all(np.isfinite(array) & (array > 0)):
+            raise ValueError(f"{name} must hold positive, finite values")
+        values[name] = array
+    sets = {array.shape[0] for array in values.values()}
+    if len(sets) != 1 or 0 in sets:
+        raise ValueError(
+            "typical, omega and residual need the same number of rows (at least one), got "
+            + ", ".join(str(array.shape[0]) for array in values.values())
+        )
+    x = np.hstack(
+        [np.log(values["typical"]), 0.5 * np.log(values["omega"]), np.log(values["residual"])]
+    )
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        problem = _Problem(study, model, error)
+        evaluation = _modes(problem, x, np.zeros((x.shape[0], study.n_patients, problem.p)))
+    return evaluation.eta, evaluation.converged
