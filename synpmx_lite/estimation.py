@@ -933,6 +933,6 @@ def empirical_bayes_estimates(
         [np.log(values["typical"]), 0.5 * np.log(values["omega"]), np.log(values["residual"])]
     )
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, model, error)
+        problem = _Problem(study, model, error, ERROR_MODELS[error])
         evaluation = _modes(problem, x, np.zeros((x.shape[0], study.n_patients, problem.p)))
     return evaluation.eta, evaluation.converged
