@@ -13,8 +13,10 @@ Run from the repository's root::
 
     .venv/bin/python benchmarks/bench_pmx.py
 
-Each figure is the median of the timed repeats after one warm-up run; the last line,
-``warfarin_full_run_seconds: X``, is the headline figure.
+Each figure is the median of the timed repeats after one warm-up run, in wall-clock seconds
+and CPU seconds (the steadier on a machine shared with other work; the fits are
+single-threaded); the last line, ``warfarin_full_run_seconds: X`` (wall clock), is the
+headline figure.
 """
 
 import statistics
@@ -42,14 +44,16 @@ def full_run(data, roles):
     return fit
 
 
-def timed(function, *args, **options):
+def timed(function, *args, **options) -> tuple[float, float]:
+    """Median wall-clock and CPU seconds of ``REPEATS`` calls after a warm-up call."""
     function(*args, **options)  # warm-up
-    seconds = []
+    seconds, cpu = [], []
     for _ in range(REPEATS):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         function(*args, **options)
         seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(seconds), statistics.median(cpu)
 
 
 def main() -> None:
@@ -63,28 +67,37 @@ def main() -> None:
     for name in (name for name, (_, roles) in DATASETS.items() if roles.fit_pk):
         study = prepare_study(*load_dataset(name))
         fit = fit_population(study)
-        seconds = timed(fit_population, study)
+        seconds, cpu = timed(fit_population, study)
         budget = ""
         if fit.model.compartments == 2:
             budget = f" (budget {TWO_COMPARTMENT_BUDGET_SECONDS:.0f} s)"
         status = "converged" if fit.converged else "NOT converged: " + "; ".join(fit.diagnostics)
         print(
             f"  {name:12s} {study.n_patients:4d} patients {fit.n_observations:5d} observations "
-            f"{fit.model}, {fit.error} error: {seconds:.2f} s{budget}, {status}"
+            f"{fit.model}, {fit.error} error: {seconds:.2f} s ({cpu:.2f} s CPU){budget}, {status}"
         )
-    total = 0.0
-    for name in ONE_COMPARTMENT:
-        total += timed(fit_population, prepare_study(*load_dataset(name)), error="additive")
+    one = [
+        timed(fit_population, prepare_study(*load_dataset(name)), error="additive")
+        for name in ONE_COMPARTMENT
+    ]
     print(
-        f"the three one-compartment fits with additive error: {total:.2f} s together "
-        "(benchmarks/bench_nlme.py times nlme beside them)"
+        f"the three one-compartment fits with additive error: {sum(s for s, _ in one):.2f} s "
+        f"({sum(c for _, c in one):.2f} s CPU) together (benchmarks/bench_nlme.py times nlme "
+        "beside them)"
     )
-    misdosed_seconds = timed(full_run, misdosed, roles)
+    misdosed_seconds, misdosed_cpu = timed(full_run, misdosed, roles)
     rounds = full_run(misdosed, roles).privacy.left_out.rounds
-    print(f"misdosed warfarin, full run ({rounds} rounds): {misdosed_seconds:.2f} s")
-    wbc_seconds = timed(full_run, *load_dataset("wbcSim"))
-    print(f"wbcSim (one PD endpoint, no PK model), full run: {wbc_seconds:.2f} s")
-    seconds = timed(full_run, data, roles)
+    print(
+        f"misdosed warfarin, full run ({rounds} rounds): {misdosed_seconds:.2f} s "
+        f"({misdosed_cpu:.2f} s CPU)"
+    )
+    wbc_seconds, wbc_cpu = timed(full_run, *load_dataset("wbcSim"))
+    print(
+        f"wbcSim (one PD endpoint, no PK model), full run: {wbc_seconds:.2f} s "
+        f"({wbc_cpu:.2f} s CPU)"
+    )
+    seconds, cpu = timed(full_run, data, roles)
+    print(f"warfarin full run: {seconds:.2f} s ({cpu:.2f} s CPU)")
     print(f"budget: {BUDGET_SECONDS:.0f} s; used {100 * seconds / BUDGET_SECONDS:.0f} %")
     print(f"warfarin_full_run_seconds: {seconds:.3f}")
 

@@ -14,6 +14,9 @@ fingerprint, release, protections, influence, checks, generate, cases
 membership
     Membership inference against simplified models of a PMX fingerprint (attendance shares and
     population-model estimates), the AUC and its Monte Carlo error.
+membership_real
+    Membership inference against the real generator's releases of shadow cohorts of the public
+    studies.
 rounding
     Rounding to significant figures.
 dp_noise
@@ -34,6 +37,7 @@ from .estimation import (
     ERROR_MODELS,
     FitWarning,
     PopulationFit,
+    empirical_bayes_estimates,
     fit_population,
     importance_sampling_ofv,
 )
@@ -76,6 +80,12 @@ from .membership import (
     roc_curve,
     true_positive_rate_at,
 )
+from .membership_real import (
+    GeneratorAttack,
+    equivalent_patients,
+    generator_membership_attack,
+    simplified_prediction,
+)
 from .pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from .pk import PkModel, predict_concentrations
 from .protections import fold_categories, loq_floor, trimmed_log_summary
@@ -113,6 +123,7 @@ __all__ = [
     "DpMeanQuery",
     "Fingerprint",
     "FitWarning",
+    "GeneratorAttack",
     "LeftOut",
     "MembershipTables",
     "ModelFit",
@@ -141,10 +152,13 @@ __all__ = [
     "constructed_warfarin_cases",
     "dp_mean_query",
     "draw_attendance",
+    "empirical_bayes_estimates",
+    "equivalent_patients",
     "exact_means",
     "fit_pd_endpoint",
     "fit_population",
     "fold_categories",
+    "generator_membership_attack",
     "importance_sampling_ofv",
     "influence_moves",
     "inversion_sweep",
@@ -178,6 +192,7 @@ __all__ = [
     "release_shares",
     "roc_curve",
     "round_significant",
+    "simplified_prediction",
     "simulate_tracing",
     "single_reference_test",
     "subset_fil",

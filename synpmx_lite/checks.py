@@ -5,16 +5,18 @@ fingerprint's JSON) and the source study it was built from (with the fit's influ
 for P5). It re-derives from the source, in its own code, what each released number may be, and
 shares nothing with the code that built the release
 (:func:`synpmx_lite.fingerprint.model_fingerprint`) beyond the policy itself: the allowlisted
-shape (:func:`synpmx_lite.release.release_problems`), the thresholds and the trimming share.
-A release edited by hand, built by other code, or built by a faulty builder is judged the same
-way, so that every check can fail.
+shape (:func:`synpmx_lite.release.release_problems`), the thresholds, the trimming share and
+the most values a code may take. A release edited by hand, built by other code, or built by a
+faulty builder is judged the same way, so that every check can fail.
 
 ========  ==========================================================================
-P1        The release holds exactly the allowlisted shape: no field, key or type outside it.
-P2        No label in the release (a key, a text value, a category level, an arm label) is
-          or contains a source identifier, unless the source shows it is something else: a
-          column name, an endpoint or category level that enough patients share, or the
-          engine's own arm label.
+P1        The release holds exactly the allowlisted shape: no field, key or type outside it,
+          and no key repeated within one JSON object (readers differ on which value wins).
+P2        Every label in the release (a key, a text value, a category level, an arm label)
+          is one the source vouches for: a field or key of the allowlist, a column name, an
+          endpoint or category level that enough patients share, or the engine's own arm
+          label at its place. Any other label fails, as a source identifier where it is or
+          contains one, and otherwise as free text that could carry one.
 P3        No released number equals, at the precision it is released with, a value that one
           to ``k - 1`` source patients hold for that quantity: the LOQ against each
           patient's lowest value (and it follows the LOQ rule), the reference weight against
@@ -24,10 +26,13 @@ P3        No released number equals, at the precision it is released with, a val
           source counts, a graded endpoint's levels against the patients observed at each,
           a keep column's value against its holders, a PD baseline against the patients'
           first observations; covariate summaries rest on at least ``k`` kept patients after
-          trimming; no number carries more significant figures than its rule allows.
+          trimming, and none summarises a code (at most ``CODE_VALUES`` values, whose mean
+          and SD are frequencies); no number carries more significant figures than its rule
+          allows.
 P4        Every released frequency has at least ``k`` patients on each side, and no released
           total differs from the sum of its released parts, or from any one part, by a group
-          under ``k`` (subtraction); the release's own P4 verdict agrees.
+          under ``k`` (subtraction); every released endpoint, visit period and planned dose
+          rests on at least ``k`` patients; the release's own P4 verdict agrees.
 P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
           or more fails; a PD shape parameter's move counted past the second bar); the
           released PK and PD estimates are those of the fits whose influence was read; the
@@ -45,6 +50,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 
 import numpy as np
 import pandas as pd
@@ -53,7 +59,7 @@ from ._validation import check_count
 from .estimation import ERROR_MODELS, PopulationFit
 from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
 from .pd import PD_SHAPES, PdFit
-from .protections import TRIM
+from .protections import CODE_VALUES, TRIM
 from .release import (
     FINGERPRINT_FIELDS,
     VERDICTS,
@@ -80,8 +86,18 @@ CHECK_QUESTIONS = {
 }
 
 # Significant figures each kind of released number may carry (protection 5 and the rules of
-# protection 2); amounts have none: a dose every patient got is released as given.
-_FIGURES = {"estimate": 1, "summary": 2, "weight": 1, "share": 2, "loq": 1, "time": 2}
+# protection 2). An amount may carry more only where it is a dose at least k patients got
+# exactly (a planned dose of 137.5 mg): an arm mean at full precision would give back, to
+# anyone who knows the other patients' doses, the one dose that differs.
+_FIGURES = {
+    "estimate": 1,
+    "summary": 2,
+    "weight": 1,
+    "share": 2,
+    "loq": 1,
+    "time": 2,
+    "amount": 2,
+}
 _PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
 _VOCABULARY_KEYS = {
     "model": ("compartments", "route", "lag"),
@@ -98,27 +114,42 @@ _PD_PARAMETERS = tuple(dict.fromkeys(name for names in PD_SHAPES.values() for na
 # --- Reading the inputs -----------------------------------------------------------------------
 
 
-def _read(released: object) -> dict:
-    """The release as the dict its JSON holds."""
+def _read(released: object) -> tuple[dict, list[str]]:
+    """The release as the dict its JSON holds, and the keys its JSON repeats in one object.
+
+    A repeated key is read here as its last value, but another JSON reader may take the
+    first: what was checked would not be what is read, so P1 fails such a release.
+    """
     if isinstance(released, Fingerprint):
         released = released.to_json()
     if not isinstance(released, str):
         raise TypeError(
             f"released must be a Fingerprint or its JSON text, got {type(released).__name__}"
         )
+    repeated: list[str] = []
+
+    def pairs(items: list) -> dict:
+        keys = [key for key, _ in items]
+        repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
+        return dict(items)
+
     try:
-        parsed = json.loads(released)
+        parsed = json.loads(released, object_pairs_hook=pairs)
     except json.JSONDecodeError as error:
         raise ValueError(f"released is not JSON: {error}") from error
     if not isinstance(parsed, dict):
         raise ValueError(
             f"released must be a fingerprint's JSON object, got a JSON {type(parsed).__name__}"
         )
-    return parsed
+    return parsed, repeated
 
 
 def _number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _mapping(value: object) -> dict:
@@ -127,6 +158,22 @@ def _mapping(value: object) -> dict:
 
 def _sequence(value: object) -> list:
     return value if isinstance(value, list) else []
+
+
+def _numbers_as_read(value: object) -> object:
+    """The release with every text that spells a finite number replaced by that number."""
+    if isinstance(value, dict):
+        return {key: _numbers_as_read(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_as_read(item) for item in value]
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                number = kind(value)
+            except ValueError:
+                continue
+            return number if math.isfinite(number) else value
+    return value
 
 
 def _figures(value: float) -> int:
@@ -315,25 +362,51 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
 
 
 def _p2(released: dict, source: _Source) -> list[str]:
-    numbers_, texts, long_texts = set(), set(), set()
+    """Labels that are or contain a source ID, and labels the source does not vouch for.
+
+    A label passes only where the source shows what it is (:func:`_vocabulary`): any other
+    text is a free channel that can carry an identifier in a form no comparison would
+    recognise ("first: 101", an initial, a date of birth), so it fails even where it holds no
+    ID that can be seen; the message says which it is.
+    """
+    numbers_, texts = set(), set()
     for value in source.study.ids:
         kind, key = _label_key(value)
-        (numbers_ if kind == "number" else texts).add(key)
-        text = str(value).strip().casefold()
-        texts.add(text)
-        if len(text) >= 4:
-            long_texts.add(text)
-    leaked = []
+        if kind == "number":
+            numbers_.add(key)
+            if float(key).is_integer():
+                texts.add(str(int(key)))
+        texts.add(str(value).strip().casefold())
+    # An ID inside a label: as a whole token (not a digit of a longer number), or anywhere once
+    # it is long enough not to turn up by chance.
+    inside = re.compile(
+        "|".join(
+            rf"(?<![0-9a-z]){re.escape(t)}(?![0-9a-z])" if len(t) < 4 else re.escape(t)
+            for t in sorted(texts, key=len, reverse=True)
+            if t
+        )
+        or r"(?!)"
+    )
+    identifiers, unvouched = [], []
     for path, label, kind in _p2_labels(released):
         if _vocabulary(path, label, kind, source):
             continue
         label_kind, key = _label_key(label)
         text = str(label).strip().casefold()
-        matches = (label_kind == "number" and key in numbers_) or text in texts
-        matches = matches or any(identifier in text for identifier in long_texts)
-        if matches:
-            leaked.append(f"{label!r} at {'.'.join(map(str, path)) or 'top level'}")
-    return leaked
+        where = f"{label!r} at {'.'.join(map(str, path)) or 'top level'}"
+        if (label_kind == "number" and key in numbers_) or inside.search(text):
+            identifiers.append(where)
+        else:
+            unvouched.append(where)
+    problems = []
+    if identifiers:
+        problems.append(f"source IDs in the fingerprint: {', '.join(identifiers)}")
+    if unvouched:
+        problems.append(
+            f"labels the source does not vouch for (free text can carry an ID): "
+            f"{', '.join(unvouched)}"
+        )
+    return problems
 
 
 # --- P3 ---------------------------------------------------------------------------------------
@@ -392,6 +465,12 @@ def _p3(released: dict, source: _Source) -> list[str]:
                 f"covariate {name} is summarised on {max(core, 0)} kept patient(s) once its "
                 f"extremes are set aside"
             )
+        distinct = np.unique(values).size
+        if len(values) and distinct <= CODE_VALUES and 2 * distinct <= len(values):
+            problems.append(
+                f"covariate {name} takes {distinct} values: its mean and SD count the patients "
+                "who hold each (a code is released as categories)"
+            )
         for key in ("geometric_mean", "sdlog"):
             figures(summary.get(key), _FIGURES["summary"], f"covariate {name} {key}")
         single(summary.get("geometric_mean"), values, owners, f"covariate {name} mean", 2)
@@ -436,7 +515,15 @@ def _p3(released: dict, source: _Source) -> list[str]:
         for dose in _sequence(_mapping(arm).get("doses")):
             dose = _mapping(dose)
             where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
-            single(dose.get("amount"), doses["amount"], dose_owners, f"{where}: amount", 2)
+            amount = dose.get("amount")
+            single(amount, doses["amount"], dose_owners, f"{where}: amount", _FIGURES["amount"])
+            if _number(amount) and _figures(amount) > _FIGURES["amount"]:
+                given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17)
+                if given < k:
+                    problems.append(
+                        f"{where}: amount {amount!r} has more than {_FIGURES['amount']} "
+                        f"significant figures and is a dose {given} patient(s) got, not {k}"
+                    )
             for key in ("time", "duration"):
                 figures(dose.get(key), _FIGURES["time"], f"{where}: {key}")
                 single(dose.get(key), doses[key], dose_owners, f"{where}: {key}", _FIGURES["time"])
@@ -482,6 +569,9 @@ def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
 
 def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
     """Groups behind every released frequency and count, both sides; the smallest of them.
+
+    The groups behind the release's structure (:func:`_structure_groups`) must reach ``k``
+    too, but do not enter the smallest group, which describes frequencies and counts.
 
     A group read from a frequency is known only to within its rounding: it is a whole number
     of patients in ``[low, high]``, and fails only where every such number lies from 1 to
@@ -551,7 +641,62 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         elif low >= 1 and high < threshold:
             problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
     sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
+    # The groups behind the release's structure fail the same way, outside the smallest group,
+    # which describes the released frequencies and counts.
+    for what, patients in _structure_groups(released, source, eligible):
+        if 1 <= patients < k:
+            problems.append(f"{what}: {patients}")
     return problems, (min(sizes) if sizes else math.inf)
+
+
+def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
+    """The patients behind each released endpoint, visit period and planned dose.
+
+    A planned dose stands for the patients of its arm who got a dose at that place
+    (period and index), the visits of a period for the patients observed in it and, ranked by
+    attendance, for the patients of the least attended of them, an endpoint for the patients
+    who have it: each is a group, and a second dosing period, or a fifth visit, that one
+    patient had would give that patient away as surely as a count of one. A released arm is
+    matched to the source arms of its size; where several have that size the check cannot
+    tell them apart and counts the arm among them with the most patients at that place.
+    """
+    study = source.study
+    arms = study.arms.to_numpy()
+    doses = study.doses[study.doses["patient"].isin(eligible)].copy()
+    doses["index"] = doses.groupby(["patient", "period"]).cumcount()
+    doses["arm"] = arms[doses["patient"].to_numpy()]
+    reach = doses.groupby(["arm", "period", "index"])["patient"].nunique()
+    sizes = pd.Series(arms[eligible]).value_counts()
+    groups = []
+    for i, arm in enumerate(map(_mapping, _sequence(released.get("arms")))):
+        candidates = list(sizes.index[sizes == arm.get("patients")]) or list(sizes.index)
+        for dose in map(_mapping, _sequence(arm.get("doses"))):
+            period, index = dose.get("period"), dose.get("index")
+            if not (_count(period) and _count(index)):
+                continue  # P1 reports it
+            got = max((int(reach.get((a, period, index), 0)) for a in candidates), default=0)
+            groups.append((f"arm {i + 1}: patients given dose {index} of period {period}", got))
+    observations = study.observations[study.observations["patient"].isin(eligible)]
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        rows = observations[observations["endpoint"].astype(str) == str(name)]
+        groups.append((f"{name}: patients with the endpoint", rows["patient"].nunique()))
+        observed = rows.groupby("period")["patient"].nunique()
+        reached = rows.groupby(["period", "visit"])["patient"].nunique()
+        visits = _sequence(_mapping(endpoint).get("visits"))
+        periods = pd.Series(
+            [v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])],
+            dtype=object,
+        ).value_counts()
+        for period, released_visits in sorted(periods.items()):
+            groups.append(
+                (f"{name}: patients seen in period {period}", int(observed.get(period, 0)))
+            )
+            # The released visits of a period stand for its best-attended ones: the last of
+            # them for the patients of the visit ranked at the number released.
+            ranked = np.sort(reached.get(period, pd.Series(dtype=int)).to_numpy())[::-1]
+            last = int(ranked[released_visits - 1]) if released_visits <= ranked.size else 0
+            groups.append((f"{name}: patients at visit {released_visits} of period {period}", last))
+    return groups
 
 
 def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> tuple[int, int]:
@@ -692,7 +837,7 @@ def release_checks(
     ValueError
         ``released`` is not JSON, or its JSON is not an object.
     """
-    parsed = _read(released)
+    parsed, repeated = _read(released)
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
     if pk is not None and not isinstance(pk, PopulationFit):
@@ -712,7 +857,10 @@ def release_checks(
         max(min_category_patients, SMALLEST_THRESHOLD),
         privacy.left_out.ids,
     )
-    p4_problems, smallest = _p4(parsed, source)
+    # P1 and P2 judge the text as written; P3 and P4 judge what a reader takes from it, and
+    # a reader takes "73.4" for the weight it spells.
+    as_read = _numbers_as_read(parsed)
+    p4_problems, smallest = _p4(as_read, source)
     p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
     p4_verdict = "FAIL" if p4_problems else "pass"
     if claims:
@@ -723,11 +871,15 @@ def release_checks(
                     f"the release states {check} {stated.get(check)!r}, the check finds {found!r}"
                 )
     smallest_text = f"smallest group {smallest}" if math.isfinite(smallest) else "no group"
-    leaked = _p2(parsed, source)
     rows = [
-        ("P1", release_problems(parsed), "none"),
-        ("P2", [f"source IDs in the fingerprint: {', '.join(leaked)}"] if leaked else [], "none"),
-        ("P3", _p3(parsed, source), "none"),
+        (
+            "P1",
+            release_problems(parsed)
+            + [f"the JSON repeats key {key!r} in one object" for key in repeated],
+            "none",
+        ),
+        ("P2", _p2(parsed, source), "none"),
+        ("P3", _p3(as_read, source), "none"),
         ("P4", p4_problems, smallest_text),
     ]
     table = []

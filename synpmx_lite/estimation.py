@@ -37,9 +37,19 @@ prediction :math:`f` goes to 0: a fit could gain any amount by placing a patient
 just before a sample measured as 0. Such observations are records below the limit of
 quantification, and under proportional error they are left out of the likelihood, Beal's
 method M1 (Beal 2001). Neither rule touches the additive or combined models, whose variance
-is never 0.
+is never 0. Both are conventions, not likelihoods, and the fit says where it used them
+(``n_left_out``, ``n_unit_variance``, printed with the fit). A proportional fit that leaves
+observations out is fitted to fewer data than an additive or combined one: their OFVs cannot
+be compared. The variance of 1 is in the observations' units, so that the terms :math:`y^2`
+depend on them: harmless for samples before the first dose, whose prediction is 0 whatever
+the parameters (a constant in the OFV), but a fit that predicts 0 for a sample taken after a
+dose (a lag time placed past it) trades the sample's fit for :math:`y^2`, and its estimates
+change with the units. Such a fit is reported as not converged.
 
 **Method.**
+
+The objective, the modes and their derivatives are computed in the private module
+``synpmx_lite._foce``; this module runs the search, the covariance step and the diagnostics.
 
 * Derivatives: :math:`g` and the second derivatives :math:`\partial^2 f/\partial\eta^2` are
   exact, from the closed forms (``synpmx_lite.pk._sensitivities``); nothing is
@@ -68,8 +78,10 @@ is never 0.
   standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
 * Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
   between-subject SD has collapsed to its floor, every mode converged, the covariance step
-  succeeded, and a Newton step from the optimum would gain less than 0.001 in OFV; otherwise
-  a :class:`FitWarning` says what went wrong and ``converged`` is False.
+  succeeded, every parameter's 95 % interval is narrower than a factor 100 either way (RSE
+  below 235 %), a Newton step from the optimum would gain less than 0.001 in OFV, and no
+  sample after a dose is predicted as 0 under proportional error; otherwise a
+  :class:`FitWarning` says what went wrong and ``converged`` is False.
 
 Eta-shrinkage is :math:`1 - \mathrm{SD}(\hat\eta_k)/\omega_k`.
 
@@ -101,14 +113,28 @@ import pandas as pd
 from scipy import linalg, optimize, special
 from threadpoolctl import ThreadpoolController
 
+from . import _foce
+from ._foce import (
+    _LOG_BOUND,
+    _TINY,
+    _Evaluation,
+    _joint,
+    _mode_sensitivity,
+    _modes,
+    _ofv_and_gradient,
+    _Problem,
+    _residual_changes,
+    _select,
+)
 from ._validation import check_count, check_rng
-from .pk import PkModel, _dosing, _primitives, _response, _sensitivities
+from .pk import PkModel, _sensitivities
 from .study import StudyEvents
 
 __all__ = [
     "ERROR_MODELS",
     "FitWarning",
     "PopulationFit",
+    "empirical_bayes_estimates",
     "fit_population",
     "importance_sampling_ofv",
 ]
@@ -121,18 +147,15 @@ ERROR_MODELS = {
     "combined": ("additive", "proportional"),
 }
 
-_MODE_TOLERANCE = 1e-8  # Newton step (log scale) below which a mode is found
-_MODE_ITERATIONS = 50
-_STEP_HALVINGS = 20
-_STALL_TOLERANCE = 1e-5  # a Newton step no halving of which descends: found, if this small
 _SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
 _HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
 _NEWTON_GAIN = 1e-3  # OFV a Newton step from a converged optimum may still gain
-_LOG_BOUND = 25.0  # individual parameters stay within exp(+-25)
-_TINY = 1e-300
+# A log-scale SE above this gives a 95 % interval wider than a factor 100 either way: the
+# data do not determine the parameter, however the Hessian's inverse came out.
+_UNDETERMINED_LOG_SE = np.log(100.0) / 1.96
 
 
 @cache
@@ -171,7 +194,7 @@ class PopulationFit:
     iterations : int
         Outer (L-BFGS-B) iterations of the run that reached the reported optimum.
     n_observations : int
-        Observations fitted.
+        Observations in the likelihood.
     covariance : pandas.DataFrame or None
         Covariance of the estimates on the log scale, :math:`2R^{-1}` (rows and columns a
         MultiIndex of ``("typical" | "omega_sd" | "residual", name)``); None where the
@@ -185,6 +208,13 @@ class PopulationFit:
         (``start cl``, ...), the OFV there, the OFV it reached, its iterations, and whether
         it stopped on reaching an earlier run's optimum (``joined_earlier_run``); the
         reported optimum is the lowest.
+    n_left_out : int
+        Observations of exactly 0 left out of the likelihood (proportional error only,
+        Beal's M1; see :mod:`synpmx_lite.estimation`). Fits that leave out different
+        observations have OFVs that cannot be compared.
+    n_unit_variance : int
+        Non-zero observations predicted as exactly 0 at the estimates, whose proportional
+        error variance is set to 1 (each adds its squared value to the OFV).
     """
 
     model: PkModel
@@ -202,6 +232,8 @@ class PopulationFit:
     sandwich: pd.DataFrame | None = None
     diagnostics: tuple[str, ...] = ()
     starts: pd.DataFrame | None = None
+    n_left_out: int = 0
+    n_unit_variance: int = 0
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -213,14 +245,15 @@ class PopulationFit:
         """Patients fitted."""
         return len(self.eta)
 
-    def parameter_table(self) -> pd.DataFrame:
-        """Typical value, between-subject SD and shrinkage of each parameter, as a DataFrame."""
-        return pd.DataFrame(
-            {"typical": self.typical, "omega_sd": self.omega_sd, "shrinkage": self.shrinkage}
-        )
-
     def summary(self, method: str = "hessian") -> pd.DataFrame:
-        """The parameter table of a PMX report: estimate, SE, RSE % and shrinkage.
+        r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
+
+        Every parameter is estimated on the log scale, so that its RSE is
+        :math:`100\,\mathrm{SE}(\log\theta)` and its 95 % interval
+        :math:`\theta e^{\pm 1.96\,\mathrm{SE}(\log\theta)}` (never below 0); the SE on the
+        natural scale follows by the delta method, :math:`\theta\,\mathrm{SE}(\log\theta)`.
+        Between-subject variability is given as the SD of the log parameter (about the CV):
+        its RSE is half that of the variance :math:`\omega^2`, which NONMEM reports.
 
         Parameters
         ----------
@@ -231,10 +264,10 @@ class PopulationFit:
         -------
         pandas.DataFrame
             One row per estimated parameter (index ``(kind, name)`` with kind ``typical``,
-            ``omega_sd`` or ``residual``); columns ``estimate``, ``se`` (natural scale, by
-            the delta method), ``rse_percent`` and ``shrinkage_percent`` (between-subject
-            SDs only). SEs are NaN where the covariance step failed or the parameter sits
-            at a bound.
+            ``omega_sd`` or ``residual``); columns ``estimate``, ``se``, ``rse_percent``,
+            ``ci_low`` and ``ci_high`` (the 95 % interval), and ``shrinkage_percent``
+            (between-subject SDs only). SEs and intervals are NaN where the covariance step
+            failed or the parameter sits at a bound.
         """
         if method not in ("hessian", "sandwich"):
             raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
@@ -247,18 +280,27 @@ class PopulationFit:
             log_se.loc[covariance.index] = np.sqrt(np.diag(covariance.to_numpy()))
         shrinkage = pd.Series(np.nan, index=estimates.index)
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
+        half_width = special.ndtri(0.975) * log_se
         return pd.DataFrame(
             {
                 "estimate": estimates,
                 "se": estimates * log_se,
                 "rse_percent": 100 * log_se,
+                "ci_low": estimates * np.exp(-half_width),
+                "ci_high": estimates * np.exp(half_width),
                 "shrinkage_percent": shrinkage,
             }
         )
 
     def __str__(self) -> str:
         status = "converged" if self.converged else "NOT converged"
-        labels = {"se": "SE", "rse_percent": "RSE %", "shrinkage_percent": "shrinkage %"}
+        labels = {
+            "se": "SE",
+            "rse_percent": "RSE %",
+            "ci_low": "95 % CI low",
+            "ci_high": "95 % CI high",
+            "shrinkage_percent": "shrinkage %",
+        }
         table = self.summary().rename(columns=labels)
         table = table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
         lines = [
@@ -267,321 +309,24 @@ class PopulationFit:
             table,
             f"OFV {self.ofv:.2f} ({status})",
         ]
+        if self.n_left_out:
+            lines.append(
+                f"note: {self.n_left_out} observations of 0 left out of the likelihood "
+                "(proportional error, Beal's M1)"
+            )
+        if self.n_unit_variance:
+            lines.append(
+                f"note: {self.n_unit_variance} non-zero observations predicted as 0, "
+                "with variance 1 (they add their squares to the OFV)"
+            )
         lines += [f"warning: {message}" for message in self.diagnostics]
         return "\n".join(lines)
-
-
-class _Problem:
-    """The arrays of one fit, and the FOCE-I objective's pieces at a batch of outer points.
-
-    Observations are flat (patient after patient); per-patient sums are ``reduceat`` over
-    ``patient_start``. Outer points come in batches: arrays carry a leading batch axis ``B``.
-    The predictions' derivatives are kept in the primitives of ``synpmx_lite.pk._response``
-    (coefficients, exponents, ``ka``, ``tlag``) and summed per patient there; each patient's
-    sums are then carried to the log parameters once, with the primitives' Jacobian ``J``
-    and second derivatives ``K``: ``g = J' f_u`` and
-    ``d2f = J' f_uu J + sum_a f_u[a] K[a]``.
-    """
-
-    def __init__(self, study: StudyEvents, model: PkModel, error: str) -> None:
-        self.model = model
-        self.error = error
-        self.p = len(model.parameters)
-        periods = study.dose_period[:, :, None] == study.obs_period[:, None, :]
-        self.dosing = _dosing(
-            study.dose_time,
-            study.dose_amount,
-            study.dose_duration,
-            study.obs_time,
-            observed=study.obs_mask,
-            same_period=None if periods.all() else periods,
-        )
-        self.n_patients = study.n_patients
-        self.patient = self.dosing.obs_patient
-        self.patient_start = np.searchsorted(self.patient, np.arange(self.n_patients))
-        self.y = study.obs_dv[study.obs_mask]
-        self.log_dv = study.roles.log_dv
-        self.concentration = np.exp(self.y) if self.log_dv else self.y
-        self.residual_columns = [
-            ERROR_MODELS["combined"].index(name) for name in ERROR_MODELS[error]
-        ]
-        self.k = 2 * self.p + len(self.residual_columns)
-        self.n_obs = self.y.size
-        self.identity = np.eye(self.p)
-        # Under proportional error an observed 0 has a density that grows without bound as
-        # the prediction goes to 0: left out of the likelihood (see the module docstring).
-        self.left_out = (self.y == 0) if error == "proportional" else None
-
-    def per_patient(self, values: np.ndarray, axis: int) -> np.ndarray:
-        return np.add.reduceat(values, self.patient_start, axis=axis)
-
-    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Outer points ``(B, k)`` -> typical log values, log SDs, residual ``(B, 2)`` (a, b)."""
-        residual = np.zeros((x.shape[0], 2))
-        residual[:, self.residual_columns] = np.exp(x[:, 2 * self.p :])
-        return x[:, : self.p], x[:, self.p : 2 * self.p], residual
-
-    def predictions(self, phi: np.ndarray, order: int):
-        """Predictions, their derivatives in the primitives, and the primitives' derivatives.
-
-        Returns ``f`` ``(B, N)``, ``f_u`` ``(B, N, u)``, ``f_uu`` ``(B, N, u, u)`` and ``J``
-        ``(B, n, u, p)``, ``K`` ``(B, n, u, p, p)`` up to ``order`` (None beyond).
-        """
-        phi = np.clip(phi, -_LOG_BOUND, _LOG_BOUND)  # a wild trial step cannot overflow
-        with np.errstate(all="ignore"):
-            u, jacobian, second = _primitives(self.model, phi, order)
-            f, f_u, f_uu = _response(self.model, self.dosing, u, order)
-        if self.log_dv:
-            # Log concentrations: log f and its derivatives (0 where the prediction is 0).
-            positive = f > _TINY
-            inverse = np.where(positive, 1 / np.where(positive, f, 1.0), 0.0)
-            f = np.log(np.maximum(f, _TINY))
-            if order >= 1:
-                f_u = f_u * inverse[..., None]
-            if order >= 2:
-                f_uu = f_uu * inverse[..., None, None] - f_u[..., :, None] * f_u[..., None, :]
-        return f, f_u, f_uu, jacobian, second
-
-    def variance(self, f: np.ndarray, residual: np.ndarray):
-        """Residual variance ``V``, its inverse, ``dV/df``, ``d2V/df2``, the mask of the fixed
-        variances, a^2 and b^2.
-
-        Proportional error at a prediction of exactly 0 has ``V = 1``; an observation left
-        out of the likelihood has ``V = 1`` and inverse 0, so that it adds nothing.
-        """
-        a2 = residual[:, 0, None] ** 2
-        b2 = residual[:, 1, None] ** 2
-        variance = a2 + b2 * f**2
-        fixed = variance <= 0
-        if self.left_out is not None:
-            fixed |= self.left_out
-        variance = np.where(fixed, 1.0, variance)
-        inverse = 1 / variance
-        if self.left_out is not None:
-            inverse = np.where(self.left_out, 0.0, inverse)
-        slope = np.where(fixed, 0.0, 2 * b2 * f)
-        curvature = np.where(fixed, 0.0, 2 * b2)
-        return variance, inverse, slope, curvature, fixed, a2, b2
-
-
-@dataclass
-class _Evaluation:
-    """The inner problem's solution at a batch of outer points, with what the gradient needs."""
-
-    x: np.ndarray  # (B, k) outer points
-    eta: np.ndarray  # (B, n, p) modes
-    converged: np.ndarray  # (B, n) whether each mode converged
-    terms: dict
-
-
-def _chain(jacobian: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """``J' matrix J`` for each patient: a ``(u, u)`` sum carried to the log parameters."""
-    return np.swapaxes(jacobian, -1, -2) @ matrix @ jacobian
-
-
-def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
-    """``L_i(eta)`` of every patient, and with ``order`` 2 its gradient and Hessians."""
-    f, f_u, f_uu, jacobian, second = problem.predictions(mu[:, None, :] + eta, order)
-    variance, inverse, slope, curvature, zero, a2, b2 = problem.variance(f, residual)
-    r = problem.y - f
-    precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
-    data = np.log(variance) + r**2 * inverse
-    objective = problem.per_patient(data, axis=-1) + (eta**2 * precision).sum(axis=-1)
-    if order == 0:
-        return {"objective": objective}
-    scaled_r = r * inverse
-    d_f = slope * inverse - 2 * scaled_r - scaled_r**2 * slope
-    weight = 2 * inverse + (slope * inverse) ** 2
-    d_ff = (
-        curvature * inverse
-        - (slope * inverse) ** 2
-        + 2 * inverse
-        + 4 * scaled_r * slope * inverse
-        - scaled_r**2 * curvature
-        + 2 * scaled_r**2 * slope**2 * inverse
-    )
-    outer = f_u[..., :, None] * f_u[..., None, :]
-    score_u = problem.per_patient(d_f[..., None] * f_u, axis=-2)  # (B, n, u)
-    information_u = problem.per_patient(weight[..., None, None] * outer, axis=-3)
-    hessian_u = problem.per_patient(
-        d_ff[..., None, None] * outer + d_f[..., None, None] * f_uu, axis=-3
-    )
-    prior = 2 * precision[..., None] * problem.identity  # (B, 1, p, p)
-    score = np.einsum("...ak,...a->...k", jacobian, score_u)
-    information = _chain(jacobian, information_u) + prior
-    hessian = _chain(jacobian, hessian_u) + np.einsum("...a,...akl->...kl", score_u, second) + prior
-    return dict(
-        objective=objective, gradient=score + 2 * eta * precision, score=score,
-        information=information, hessian=hessian, information_u=information_u,
-        f=f, f_u=f_u, f_uu=f_uu, jacobian=jacobian, second=second, r=r, inverse=inverse,
-        slope=slope, curvature=curvature, zero=zero, a2=a2, b2=b2, d_f=d_f, weight=weight,
-        precision=precision,
-    )  # fmt: skip
-
-
-def _newton_step(terms: dict) -> np.ndarray:
-    """Newton step on the exact Hessian where positive definite, else the first-order one."""
-    curvature = hessian = terms["hessian"]
-    try:
-        np.linalg.cholesky(hessian)  # near the modes, every patient's is (the usual case)
-    except np.linalg.LinAlgError:
-        smallest = np.linalg.eigvalsh(hessian)[..., 0]
-        definite = smallest > 1e-8 * np.abs(hessian).max(axis=(-2, -1))
-        curvature = np.where(definite[..., None, None], hessian, terms["information"])
-    return -np.linalg.solve(curvature, terms["gradient"][..., None])[..., 0]
-
-
-def _modes(
-    problem: _Problem,
-    x: np.ndarray,
-    eta: np.ndarray,
-    tolerance: float | None = None,
-    iterations: int | None = None,
-) -> _Evaluation:
-    """Newton's method for the modes of all patients at a batch of outer points ``(B, k)``.
-
-    At most a step of 1 on the log scale of any parameter; a step that raises ``L_i`` is
-    halved, for at most ``iterations`` steps (default ``_MODE_ITERATIONS``). A mode is found
-    when the Newton step is below ``tolerance`` (default ``_MODE_TOLERANCE``), or below
-    ``_STALL_TOLERANCE`` where no halving of it lowers ``L_i`` (rounding, not a distant mode,
-    stops it). The returned terms are those at the returned modes.
-    """
-    tolerance = _MODE_TOLERANCE if tolerance is None else tolerance
-    iterations = _MODE_ITERATIONS if iterations is None else iterations
-    mu, log_sd, residual = problem.unpack(x)
-    terms = _joint(problem, mu, log_sd, residual, eta, 2)
-    stalled = np.zeros(eta.shape[:-1], dtype=bool)
-    for _ in range(iterations):
-        step = _newton_step(terms)
-        size = np.abs(step).max(axis=-1)
-        converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
-        done = converged | stalled
-        if done.all():
-            break
-        step = np.where(done[..., None], 0.0, step / np.maximum(size, 1.0)[..., None])
-        current = terms["objective"]
-        trial = eta + step
-        terms = _joint(problem, mu, log_sd, residual, trial, 2)
-        # Rounding may raise a converging patient's objective by a few ulps: allow it.
-        worse = ~(terms["objective"] <= current + 1e-12 * np.abs(current))
-        if worse.any():
-            scale = np.ones(current.shape)
-            for _ in range(_STEP_HALVINGS):
-                scale = np.where(worse, scale / 2, scale)
-                trial = eta + scale[..., None] * step
-                value = _joint(problem, mu, log_sd, residual, trial, 0)["objective"]
-                worse = ~(value <= current + 1e-12 * np.abs(current))
-                if not worse.any():
-                    break
-            stalled |= worse
-            trial = np.where(worse[..., None], eta, trial)  # no descent: stay
-            terms = _joint(problem, mu, log_sd, residual, trial, 2)
-        eta = trial
-    else:  # out of iterations: which modes the last step found
-        size = np.abs(_newton_step(terms)).max(axis=-1)
-        converged = (size < tolerance) | (stalled & (size < _STALL_TOLERANCE))
-    return _Evaluation(x=x, eta=eta, converged=converged, terms=terms)
-
-
-def _residual_changes(problem: _Problem, t: dict):
-    """Per residual parameter (log scale): the change of ``V`` and of ``dV/df``."""
-    changes = {
-        "additive": (2 * t["a2"] * np.ones_like(t["r"]), np.zeros_like(t["r"])),
-        "proportional": (2 * t["b2"] * t["f"] ** 2, 2 * t["slope"]),
-    }
-    for name in ERROR_MODELS[problem.error]:
-        yield (np.where(t["zero"], 0.0, c) for c in changes[name])
-
-
-def _d_f_residual(t: dict, dv: np.ndarray, dslope: np.ndarray) -> np.ndarray:
-    """How one residual parameter moves ``dL/df`` at each observation."""
-    inverse, slope, r = t["inverse"], t["slope"], t["r"]
-    return (-slope * inverse**2 + 2 * r * inverse**2 + 2 * r**2 * slope * inverse**3) * dv + (
-        inverse - (r * inverse) ** 2
-    ) * dslope
-
-
-def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
-    """Each patient's OFV term ``(B, n)`` and its exact gradient in the outer point ``(B, n, k)``.
-
-    See the module docstring; ``q`` is the gradient of ``log|H_i|`` in the modes, ``aq`` the
-    exact Hessian's solve against it (the implicit-function term).
-    """
-    t = evaluation.terms
-    p = problem.p
-    _, log_sd, _ = problem.unpack(evaluation.x)
-    eta = evaluation.eta
-    information = t["information"]
-    sign, log_det = np.linalg.slogdet(information / 2)
-    ofv = t["objective"] + 2 * log_sd.sum(axis=-1)[:, None] + log_det
-    ofv = np.where(sign > 0, ofv, np.inf)
-    inverse, slope, curvature, r = t["inverse"], t["slope"], t["curvature"], t["r"]
-    f_u, jacobian, second = t["f_u"], t["jacobian"], t["second"]
-    m = np.linalg.inv(information)  # (B, n, p, p)
-    m_jt = np.einsum("...kl,...al->...ka", m, jacobian)  # M J', (B, n, p, u)
-    m_u = np.einsum("...ak,...kb->...ab", jacobian, m_jt)  # J M J', (B, n, u, u)
-    mf = np.einsum("...ab,...b->...a", m_u[:, problem.patient], f_u)  # (B, N, u)
-    gmg = (f_u * mf).sum(axis=-1)  # g' M g per observation
-    weight_f = 2 * slope * inverse**2 * (curvature - 1) - 2 * slope**3 * inverse**3
-    along_u = problem.per_patient(
-        (weight_f * gmg)[..., None] * f_u
-        + 2 * t["weight"][..., None] * np.einsum("...ab,...b->...a", t["f_uu"], mf),
-        axis=-2,
-    )
-    # d log|H| / d eta: the first-order Hessian moves with f (through V) and with g.
-    q = np.einsum("...ak,...a->...k", jacobian, along_u) + 2 * np.einsum(
-        "...akl,...la->...k", second, m_jt @ t["information_u"]
-    )
-    aq = np.linalg.solve(t["hessian"], q[..., None])[..., 0]
-    precision = t["precision"]
-    gradient = np.empty((*ofv.shape, problem.k))
-    gradient[..., :p] = t["score"] + 2 * precision * aq
-    gradient[..., p : 2 * p] = (
-        2
-        - 2 * eta**2 * precision
-        - 4 * np.diagonal(m, axis1=-2, axis2=-1) * precision
-        + 4 * aq * eta * precision
-    )
-    for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
-        d_psi = (inverse - (r * inverse) ** 2) * dv
-        weight_psi = (-2 * inverse**2 - 2 * slope**2 * inverse**3) * dv
-        weight_psi += 2 * slope * inverse**2 * dslope
-        direct = problem.per_patient(d_psi + weight_psi * gmg, axis=-1)
-        score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * f_u, axis=-2)
-        implicit = (aq * np.einsum("...ak,...a->...k", jacobian, score_psi)).sum(axis=-1)
-        gradient[..., 2 * p + column] = direct - implicit
-    return ofv, gradient
-
-
-def _select(evaluation: _Evaluation, index: int) -> _Evaluation:
-    """One outer point of a batch, as a batch of one."""
-    part = slice(index, index + 1)
-    return _Evaluation(
-        x=evaluation.x[part],
-        eta=evaluation.eta[part],
-        converged=evaluation.converged[part],
-        terms={name: value[part] for name, value in evaluation.terms.items()},
-    )
-
-
-def _mode_sensitivity(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
-    """``d eta_hat / dx`` of each patient ``(B, n, p, k)``, by the implicit-function theorem."""
-    t = evaluation.terms
-    p = problem.p
-    precision = t["precision"]
-    cross = np.zeros((*evaluation.eta.shape, problem.k))  # d (dL/deta) / dx
-    cross[..., :p] = t["hessian"] - 2 * precision[..., None] * problem.identity
-    cross[..., p : 2 * p] = -4 * (evaluation.eta * precision)[..., None] * problem.identity
-    for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
-        score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * t["f_u"], -2)
-        cross[..., 2 * p + column] = np.einsum("...ak,...a->...k", t["jacobian"], score_psi)
-    return -np.linalg.solve(t["hessian"], cross)
 
 
 def _unpacked_series(problem: _Problem, x: np.ndarray):
     names = list(problem.model.parameters)
     mu, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
-    residual_names = list(ERROR_MODELS[problem.error])
+    residual_names = list(problem.residual_names)
     return (
         pd.Series(np.exp(mu), index=names),
         pd.Series(np.exp(2 * log_sd), index=names),
@@ -594,7 +339,7 @@ def _parameter_index(problem: _Problem) -> pd.MultiIndex:
     return pd.MultiIndex.from_tuples(
         [("typical", n) for n in names]
         + [("omega_sd", n) for n in names]
-        + [("residual", n) for n in ERROR_MODELS[problem.error]],
+        + [("residual", n) for n in problem.residual_names],
         names=["kind", "parameter"],
     )
 
@@ -800,15 +545,18 @@ def fit_population(
     Raises
     ------
     ValueError
-        For an unknown error model, a proportional error on log concentrations, fewer than
-        one iteration, or concentrations none of which is positive.
+        For an unknown error model, a proportional error on log concentrations, an oral
+        model for a study with infusions, fewer than one iteration, or concentrations none of
+        which is positive.
 
     Warns
     -----
     FitWarning
         When the fit must not be trusted (``converged`` False): a parameter at a bound, a
-        between-subject SD at its floor, a mode not found, a failed covariance step, or an
-        optimizer stopped away from a stationary point.
+        between-subject SD at its floor, a mode not found, a failed covariance step, a
+        parameter the data do not determine (RSE above 235 %), an optimizer stopped away
+        from a stationary point, or (proportional error) a sample after a dose predicted
+        as 0.
 
     Notes
     -----
@@ -823,10 +571,15 @@ def fit_population(
         raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
     if error is None:
         error = "additive" if study.roles.log_dv else "combined"
-    if error not in ERROR_MODELS:
+    if not isinstance(error, str) or error not in ERROR_MODELS:
         raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
     if study.roles.log_dv and error != "additive":
         raise ValueError("log concentrations (roles.log_dv) take error='additive'")
+    if model.route == "oral" and np.any(study.dose_duration > 0):
+        raise ValueError(
+            f"model {model} takes no infusions, and the study's doses include infusions: "
+            "use PkModel(route='iv')"
+        )
     max_iterations = check_count(max_iterations, "max_iterations")
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
         raise ValueError(
@@ -840,7 +593,7 @@ def fit_population(
 
 
 def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) -> PopulationFit:
-    problem = _Problem(study, model, error)
+    problem = _Problem(study, model, error, ERROR_MODELS[error])
     p, n = problem.p, study.n_patients
     spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
@@ -892,6 +645,10 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
     index = _parameter_index(problem)
     diagnostics = []
     names = [f"{kind} {name}" for kind, name in index]
+    labels = [
+        f"the between-subject SD of {name}" if kind == "omega_sd" else f"{kind} {name}"
+        for kind, name in index
+    ]
     floor = at_low & (np.arange(k) >= p) & (np.arange(k) < 2 * p)
     for i in np.flatnonzero(floor):
         diagnostics.append(
@@ -903,7 +660,7 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
     if not final.converged.all():
         bad = study.ids[~final.converged[0]]
         diagnostics.append(
-            f"the modes of {bad.size} patients did not converge within {_MODE_ITERATIONS} "
+            f"the modes of {bad.size} patients did not converge within {_foce._MODE_ITERATIONS} "
             f"Newton steps (first: {bad[0]!r})"
         )
     # Covariance step: R by central differences of the exact gradient, over the free
@@ -931,6 +688,13 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         free_names = index[free_index]
         covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
         sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
+        log_se = np.sqrt(2 * np.diag(r_inverse))
+        for i, se in zip(free_index, log_se, strict=True):
+            if se > _UNDETERMINED_LOG_SE:
+                diagnostics.append(
+                    f"the data do not determine {labels[i]}: its RSE is {100 * se:.3g} % "
+                    "(a 95 % interval wider than a factor 100 either way)"
+                )
         gain = 0.5 * free_gradient @ r_inverse @ free_gradient
         if gain > _NEWTON_GAIN:
             diagnostics.append(
@@ -944,6 +708,16 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         )
     if not np.isfinite(ofv):
         diagnostics.append("the OFV is not finite at the reported optimum")
+    n_left_out = 0 if problem.left_out is None else int(problem.left_out.sum())
+    unit_variance = final.terms["zero"][0] & (problem.y != 0)
+    escaped = unit_variance & problem.after_dose
+    if escaped.any():
+        diagnostics.append(
+            f"{int(escaped.sum())} non-zero observations taken after a dose are predicted as "
+            "exactly 0 (before a patient's lag time): under proportional error their variance "
+            "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
+            "the units of the observations; fit the combined error model"
+        )
     typical, omega, residual = _unpacked_series(problem, x)
     parameter_names = list(problem.model.parameters)
     eta_table = pd.DataFrame(
@@ -960,11 +734,13 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         ofv=ofv,
         converged=not diagnostics,
         iterations=int(result.nit),
-        n_observations=problem.n_obs,
+        n_observations=problem.n_obs - n_left_out,
         covariance=covariance,
         sandwich=sandwich,
         diagnostics=tuple(diagnostics),
         starts=starts,
+        n_left_out=n_left_out,
+        n_unit_variance=int(unit_variance.sum()),
     )
     if diagnostics:
         warnings.warn(
@@ -1005,15 +781,26 @@ def importance_sampling_ofv(
         -2 log-likelihood less :math:`N_{obs} \log 2\pi`, comparable with ``fit.ofv``.
     standard_error : float
         Its Monte Carlo standard error (delta method over patients).
+
+    Raises
+    ------
+    ValueError
+        For a fit made on other patients, estimates that are not positive, or fewer than
+        10 draws.
     """
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
     if not isinstance(fit, PopulationFit):
         raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+    if not np.array_equal(fit.eta.index.to_numpy(), study.ids):
+        raise ValueError("fit was not made on this study (its patients differ from the study's)")
+    estimates = np.r_[fit.typical.to_numpy(float), fit.omega.to_numpy(float), fit.residual]
+    if not (np.all(np.isfinite(estimates)) and np.all(estimates > 0)):
+        raise ValueError("fit's typical values, omega and residual error must be positive")
     draws = check_count(draws, "draws", minimum=10)
     rng = check_rng(seed)
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, fit.model, fit.error)
+        problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error])
         names = list(fit.model.parameters)
         x = np.r_[
             np.log(fit.typical[names].to_numpy(dtype=float)),
@@ -1062,3 +849,90 @@ def importance_sampling_ofv(
         ofv = float(-2 * (np.log(mean) + top).sum())
         relative_se = w.std(axis=0, ddof=1) / (np.sqrt(draws) * mean)
         return ofv, float(2 * np.sqrt((relative_se**2).sum()))
+
+
+def empirical_bayes_estimates(
+    study: StudyEvents,
+    typical: pd.DataFrame,
+    omega: pd.DataFrame,
+    residual: pd.DataFrame,
+    *,
+    model: PkModel | None = None,
+    error: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Every patient's empirical Bayes random effects under given population estimates.
+
+    The mode :math:`\hat\eta_i` of patient :math:`i`'s joint density under fixed typical
+    values, variances and residual error, as the fit finds it (the inner problem of the module
+    docstring), without estimating anything else. Each patient's mode depends only on their
+    own observations, so someone who holds a released model and a person's concentrations can
+    compute that person's random effects under the release. Several sets of estimates (for
+    example the releases of many studies) are handled in one batch.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The patients whose random effects are wanted (:func:`synpmx_lite.study.prepare_study`).
+    typical, omega : pandas.DataFrame
+        One row per set of estimates, one column per parameter of ``model``: typical values,
+        and between-subject variances of the log parameters (all positive and finite).
+    residual : pandas.DataFrame
+        One row per set, one column per residual parameter of ``error``
+        (:data:`ERROR_MODELS`), positive and finite.
+    model : PkModel, optional
+        The structural model; default the one in the study's roles.
+    error : str, optional
+        The residual error model; default ``"combined"`` (``"additive"`` for log
+        concentrations).
+
+    Returns
+    -------
+    eta : numpy.ndarray
+        Shape ``(sets, patients, parameters)``: the modes, parameters in ``model`` order.
+    converged : numpy.ndarray
+        Shape ``(sets, patients)``: whether each mode was found.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``study`` is not a StudyEvents; the tables lack a parameter, hold a value that is not
+        positive and finite, or differ in their number of rows; an unknown error model.
+    """
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    model = study.roles.model if model is None else model
+    if not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    if error is None:
+        error = "additive" if study.roles.log_dv else "combined"
+    if error not in ERROR_MODELS:
+        raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    columns = {
+        "typical": list(model.parameters),
+        "omega": list(model.parameters),
+        "residual": list(ERROR_MODELS[error]),
+    }
+    values = {}
+    for name, table in (("typical", typical), ("omega", omega), ("residual", residual)):
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"{name} must be a pandas DataFrame, got {type(table).__name__}")
+        missing = [c for c in columns[name] if c not in table.columns]
+        if missing:
+            raise ValueError(f"{name} lacks columns {missing}")
+        array = table[columns[name]].to_numpy(dtype=float)
+        if not np.all(np.isfinite(array) & (array > 0)):
+            raise ValueError(f"{name} must hold positive, finite values")
+        values[name] = array
+    sets = {array.shape[0] for array in values.values()}
+    if len(sets) != 1 or 0 in sets:
+        raise ValueError(
+            "typical, omega and residual need the same number of rows (at least one), got "
+            + ", ".join(str(array.shape[0]) for array in values.values())
+        )
+    x = np.hstack(
+        [np.log(values["typical"]), 0.5 * np.log(values["omega"]), np.log(values["residual"])]
+    )
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        problem = _Problem(study, model, error, ERROR_MODELS[error])
+        evaluation = _modes(problem, x, np.zeros((x.shape[0], study.n_patients, problem.p)))
+    return evaluation.eta, evaluation.converged

@@ -78,6 +78,7 @@ from .protections import (
     folded_counts,
     identifier_like,
     loq_floor,
+    numeric_code,
     protected_value,
     share_two_sided,
     trimmed_core_size,
@@ -147,7 +148,8 @@ class ModelFit:
 
     @property
     def continuous(self) -> list[str]:
-        """The continuous covariates."""
+        """The continuous covariates: numeric ones not declared categorical, except codes
+        (:func:`synpmx_lite.protections.numeric_code`), which are released as categories."""
         return _continuous(self.roles, self.study.covariates)
 
     @property
@@ -167,10 +169,13 @@ class ModelFit:
 
 
 def _continuous(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Numeric covariates not declared categorical, less the codes (released as categories)."""
     return [
         c
         for c in roles.covariates
-        if c not in roles.categorical and pd.api.types.is_numeric_dtype(covariates[c])
+        if c not in roles.categorical
+        and pd.api.types.is_numeric_dtype(covariates[c])
+        and not numeric_code(covariates[c].to_numpy(dtype=float))
     ]
 
 

@@ -27,6 +27,16 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   least ``min_patients`` patients once the extremes are set aside (at least one at each end),
   or are withheld. With 4 patients the core would hold 2, and its mean and SD give both values
   back.
+* **The mean of a code is a frequency** (protections 3 and 4): a numeric covariate with a
+  handful of values, each shared by several patients (sex coded 1/2, a genotype or stage
+  coded 1-3), is a category written in numbers (:func:`numeric_code`). Its mean and SD are
+  two equations in the counts of its values: with three values they give every count back
+  exactly (with twelve patients coded 1, 2, 3, a release of geometric mean 1.7 and SD 0.78
+  on the log scale can only be six, one and five), so a lone patient holding the middle value
+  would be counted as surely as by a frequency. SDC output checking treats the mean of a
+  binary or coded variable as the frequency table it is (Hundepool et al. 2012); here such
+  a covariate is released as categories, level by level under the threshold rule, never as
+  a mean and SD.
 
 References
 ----------
@@ -47,11 +57,13 @@ from ._validation import check_array, check_count, check_real
 from .rounding import round_significant
 
 __all__ = [
+    "CODE_VALUES",
     "IDENTIFIER_SHARE",
     "TRIM",
     "fold_categories",
     "identifier_like",
     "loq_floor",
+    "numeric_code",
     "protected_value",
     "share_two_sided",
     "trimmed_core_size",
@@ -64,6 +76,11 @@ TRIM = 0.05
 #: A categorical column with at least this many distinct levels per patient is taken for an
 #: identifier and refused.
 IDENTIFIER_SHARE = 0.8
+
+#: A numeric covariate with at most this many distinct values, each held by two patients or
+#: more on average, is a code (:func:`numeric_code`). With three values its mean and SD give
+#: every count back; the margin up to five covers codes whose counts they pin down in part.
+CODE_VALUES = 5
 
 # The smallest value the LOQ rule accepts: below it, halving and rounding down to a power of
 # ten leave the range of normal floating-point numbers.
@@ -189,6 +206,31 @@ def identifier_like(levels: object) -> bool:
     """
     series = _levels(levels)
     return series.nunique() >= IDENTIFIER_SHARE * len(series)
+
+
+def numeric_code(values: object) -> bool:
+    """Whether a numeric covariate is a category written in numbers (see the module docstring).
+
+    Parameters
+    ----------
+    values : array_like
+        One value per patient.
+
+    Returns
+    -------
+    bool
+        True where the values take at most :data:`CODE_VALUES` (5) distinct values and no more
+        than half as many as there are patients: its mean and SD would count the patients who
+        hold each value, so it is released as categories instead.
+
+    Examples
+    --------
+    >>> numeric_code([1, 2, 2, 3, 1, 1, 2, 3]), numeric_code([61.2, 70.4, 70.4, 88.0])
+    (True, False)
+    """
+    array = check_array(values, "values", ndim=1)
+    distinct = np.unique(array).size
+    return distinct <= CODE_VALUES and 2 * distinct <= array.size
 
 
 def _levels(levels: object) -> pd.Series:

@@ -461,15 +461,25 @@ class Fingerprint:
         TypeError
             ``text`` is not a string, or a field has the wrong type (named in the message).
         ValueError
-            ``text`` is not JSON, or holds fields outside the allowlist, lacks some, or has a
-            value out of range (named in the message).
+            ``text`` is not JSON, repeats a key within one object, or holds fields outside
+            the allowlist, lacks some, or has a value out of range (named in the message).
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a JSON string, got {type(text).__name__}")
+        repeated: list[str] = []
+
+        def pairs(items: list) -> dict:
+            keys = [key for key, _ in items]
+            repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
+            return dict(items)
+
         try:
-            fields = json.loads(text)
+            fields = json.loads(text, object_pairs_hook=pairs)
         except json.JSONDecodeError as error:
             raise ValueError(f"text is not JSON: {error}") from error
+        if repeated:
+            # Readers differ on which value of a repeated key wins: refuse the ambiguity.
+            raise ValueError(f"text repeats keys within one object: {repeated}")
         schema = _schema(fields)
         if schema.type_problems:
             raise TypeError("text does not hold a fingerprint: " + "; ".join(schema.type_problems))

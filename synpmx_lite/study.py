@@ -16,6 +16,7 @@ period after a washout (mavoglurant's second occasion starts again at time 0).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -354,6 +355,82 @@ def _row_labels(labels: pd.Index, shown: int = 6) -> str:
     return first + (f" (and {len(labels) - shown} more)" if len(labels) > shown else "")
 
 
+def _id_key(value: object) -> tuple:
+    """An identifier as it reads: numbers by value, text without case or surrounding spaces."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return ("number", float(value))
+    text = str(value).strip().casefold()
+    try:
+        number = float(text)
+    except ValueError:
+        return ("text", text)
+    return ("number", number) if np.isfinite(number) else ("text", text)
+
+
+def _refuse_ids_that_read_alike(ids: np.ndarray) -> None:
+    """Refuse distinct identifiers that read as the same one (``101``, ``"101"``, ``" 101"``).
+
+    Each would count as a patient of its own, so that one patient entered under three spellings
+    would pass for the three patients every threshold of the release asks for.
+    """
+    keys = pd.Series([_id_key(value) for value in ids])
+    alike = keys.duplicated(keep=False).to_numpy()
+    if alike.any():
+        first = keys[alike].iloc[0]
+        spellings = [value for value, key in zip(ids, keys, strict=True) if key == first]
+        raise ValueError(
+            f"data has subject IDs that read as one: {spellings!r} (type, case or spaces "
+            "differ); give each patient one ID"
+        )
+
+
+def _refuse_copies(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    codes: np.ndarray,
+    ids: np.ndarray,
+    period: np.ndarray,
+    *,
+    measured: np.ndarray,
+) -> None:
+    """Refuse duplicated rows within a dosing period, and records entered twice.
+
+    Rows equal in every column the roles name are duplicates when they fall in the same
+    dosing period (a dose given twice would double the exposure); in different periods they are
+    a crossover's repeated doses. A patient's period whose rows, measured values included,
+    equal row for row those of another patient's period (or of another period of the same
+    patient) is a record entered twice: under a second ID it would count as a second patient
+    and help a value that one patient holds past every threshold, and hide that patient's
+    influence from the leave-one-out readings.
+    """
+    columns = list(roles.columns)
+    within = data[columns].assign(_period=period)
+    duplicated = within.duplicated(keep=False).to_numpy()
+    if duplicated.any():
+        raise ValueError(
+            f"data has duplicated rows {_row_labels(data.index[duplicated])} (equal in every "
+            "column the roles name, in the same dosing period): remove the copies"
+        )
+    hashed = pd.util.hash_pandas_object(
+        data[[c for c in columns if c != roles.id]], index=False
+    ).to_numpy()
+    # Only blocks with a measured value can be told apart from a design that repeats itself.
+    blocks = pd.DataFrame({"patient": codes, "period": period, "row": hashed, "measured": measured})
+    records = blocks.groupby(["patient", "period"], sort=False).agg(
+        rows=("row", tuple), measured=("measured", "any")
+    )
+    records = records[records["measured"]]
+    copied = records["rows"].duplicated(keep=False).to_numpy()
+    if copied.any():
+        first = records.loc[copied, "rows"].iloc[0]
+        twins = records.index[copied & (records["rows"] == first).to_numpy()]
+        named = ", ".join(f"patient {ids[p]!r} period {q + 1}" for p, q in twins)
+        raise ValueError(
+            f"data has one record entered twice: {named} have the same rows in every column "
+            "the roles name except the ID (the same patient under two IDs?); remove the copy"
+        )
+
+
 def _padded(table: pd.DataFrame, columns: list[str], n: int, fill: float) -> list[np.ndarray]:
     """Per-patient rows of ``table`` as ``(n, max rows)`` arrays, padded with ``fill``."""
     position = table.groupby("patient").cumcount().to_numpy()
@@ -390,9 +467,11 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     ValueError
         A missing column, missing or infinite times, doses or codes, an unknown event code,
         a negative time or dose, a missing or infinite value on an observation row that is
-        not flagged missing (MDV 0), duplicated rows (equal in every column the roles name:
-        a dose given twice would double the patient's exposure), a patient whose rows are
-        split into separate blocks (two patients sharing an ID, or rows out of order), an
+        not flagged missing (MDV 0), subject IDs that read as one (``101`` and ``"101 "``),
+        a patient whose rows are split into separate blocks (two patients sharing an ID, or
+        rows out of order), duplicated rows (equal in every column the roles name within one
+        dosing period: a dose given twice would double the patient's exposure), a record
+        entered twice (a patient's period equal, row for row, to another's), an
         observation before the patient's first dose, a patient with no observation of the PK
         endpoint (unless ``roles.fit_pk`` is False), or fewer than ``min_patients`` patients.
         Each message names the rows by their index labels.
@@ -436,15 +515,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
             f"column {roles.dv!r} has missing or infinite values on observation rows {rows}: "
             "flag a missing observation with MDV 1 (roles.mdv)"
         )
-    duplicated = data.duplicated(subset=list(roles.columns), keep=False).to_numpy()
-    if duplicated.any():
-        raise ValueError(
-            f"data has duplicated rows {_row_labels(data.index[duplicated])} (equal in every "
-            "column the roles name): remove the copies"
-        )
-
     codes, ids = pd.factorize(data[roles.id], sort=False)
     ids = np.array(ids.tolist(), dtype=object)  # plain Python IDs for messages and reports
+    _refuse_ids_that_read_alike(ids)
     starts = np.r_[True, codes[1:] != codes[:-1]]
     if starts.sum() > len(ids):
         block = pd.Series(np.cumsum(starts)).groupby(codes).transform("nunique").to_numpy()
@@ -461,6 +534,7 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     # A time that goes back within a patient starts a new dosing period after a washout.
     back = np.r_[False, (np.diff(time) < 0) & (codes[1:] == codes[:-1])]
     period = pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
+    _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (dv != 0))
 
     endpoint = data[roles.dvid].astype(str).to_numpy() if roles.dvid else np.full(len(data), "DV")
     with np.errstate(divide="ignore", invalid="ignore"):

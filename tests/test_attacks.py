@@ -492,3 +492,225 @@ def test_a_malformed_release_fails_p1_and_the_other_checks_still_run(fit):
 def test_a_release_that_is_not_a_json_object_is_refused(fit, bad):
     with pytest.raises((TypeError, ValueError), match="released"):
         model_privacy_checks(fit, released=bad)
+
+
+# --- Review r9: one patient counted as several ------------------------------------------------
+
+
+def _entered_three_times(study, spellings):
+    """Patient 101, whose SEX only they hold, entered again under two more IDs."""
+    data = study.astype({"id": object})
+    data.loc[data["id"] == 101, "SEX"] = "X"
+    one = data[data["id"] == 101]
+    return pd.concat([data, *(one.assign(id=s) for s in spellings)], ignore_index=True)
+
+
+def test_one_patient_under_ids_that_read_alike_is_refused(study):
+    # Before, 101, "101" and " 101 " were three patients: level X, held by one patient, was
+    # released at 3/14 and every threshold passed.
+    data = _entered_three_times(study, ["101", " 101 "])
+    with pytest.raises(ValueError, match=r"IDs that read as one: \[101, '101', ' 101 '\]"):
+        prepare_study(data, SIMULATED_ROLES)
+
+
+def test_one_patient_under_new_ids_is_refused(study):
+    data = _entered_three_times(study, [113, 114])
+    with pytest.raises(ValueError, match="patient 101 period 1, patient 113 period 1"):
+        synpmx_model_estimate(data, SIMULATED_ROLES)
+
+
+def test_a_crossover_repeating_its_dose_is_not_a_duplicate(study):
+    # Patient 104's second period repeats its dose row exactly (time restarts at 0): rows in
+    # different periods are different events. Its own period copied row for row is not.
+    one = study[study["id"] == 104]
+    second = one.assign(dv=one["dv"] * 1.05)
+    data = pd.concat([study[study["id"] <= 104], second, study[study["id"] > 104]])
+    prepared = prepare_study(data.reset_index(drop=True), SIMULATED_ROLES)
+    assert prepared.doses["period"].max() == 1
+    copied = pd.concat([study[study["id"] <= 104], one, study[study["id"] > 104]])
+    with pytest.raises(ValueError, match="patient 104 period 1, patient 104 period 2"):
+        prepare_study(copied.reset_index(drop=True), SIMULATED_ROLES)
+
+
+def test_a_key_repeated_in_the_json_fails_p1_and_is_not_read_back(fit):
+    # The checks read the last value (the honest weight); a reader that keeps the first one
+    # would get patient 104's own weight.
+    text = model_fingerprint(fit).to_json()
+    own = float(fit.study.covariates["WT"].iloc[3])
+    tampered = text.replace('"reference_weight"', f'"reference_weight": {own}, "reference_weight"')
+    assert json.loads(tampered)["reference_weight"] == json.loads(text)["reference_weight"]
+    row = model_privacy_checks(fit, released=tampered).set_index("check").loc["P1"]
+    assert row["verdict"] == "FAIL" and "repeats key 'reference_weight'" in row["result"]
+    with pytest.raises(ValueError, match=r"repeats keys within one object: \['reference_weight'\]"):
+        Fingerprint.from_json(tampered)
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        # IDs 101 to 112 are three characters long: before, only IDs of four or more were
+        # looked for inside a label, so these passed.
+        (lambda r: r["arms"][0].update(arm="arm 1 (101)"), ("source IDs", "arms.0.arm")),
+        (
+            lambda r: r["categories"]["SEX"][0].__setitem__(0, "F (first: 101)"),
+            ("source IDs", "categories.SEX.0.0"),
+        ),
+        # A level no source patient holds: free text, whatever it encodes.
+        (
+            lambda r: r["categories"]["SEX"].append(["initials JD", 0.0001]),
+            ("does not vouch for", "'initials JD'"),
+        ),
+        (lambda r: r["model"].update(route="oral, first dose 101"), ("model.route",)),
+    ],
+)
+def test_p2_fails_on_a_label_the_source_does_not_vouch_for(fit, edit, words):
+    release = released(fit)
+    edit(release)
+    fails(fit, release, "P2", *words)
+
+
+def test_p2_does_not_take_a_digit_of_a_number_for_a_short_id(fit):
+    # IDs 101 to 112: "1012" holds "101" but is not it. Such a label still fails as free text.
+    release = released(fit)
+    release["categories"]["SEX"][0][0] = "1012"
+    row = judged(fit, release).loc["P2"]
+    assert row["verdict"] == "FAIL"
+    assert "source IDs" not in row["result"] and "does not vouch for" in row["result"]
+
+
+def test_p3_fails_on_an_arm_mean_dose_at_full_precision(study):
+    # Eleven patients got 100 mg and one 137 mg: the arm mean at full precision, 103.083...,
+    # gives 137 back to anyone who knows the other eleven doses. Before, amounts had no
+    # limit on their figures and this passed.
+    data = study.copy()
+    data.loc[(data["id"] == 106) & (data["evid"] == 1), "amt"] = 137.0
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["arms"][0]["doses"][0]["amount"] = (11 * 100 + 137) / 12
+    fails(fit, release, "P3", "amount 103.08", "more than 2 significant figures")
+    # A dose every patient got is released as given, whatever its figures.
+    every = study.assign(amt=np.where(study["evid"] == 1, 137.5, 0.0))
+    fit = synpmx_model_estimate(every, SIMULATED_ROLES)
+    release = released(fit)
+    assert release["arms"][0]["doses"][0]["amount"] == 137.5
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+
+
+def test_p4_fails_on_a_dosing_period_only_one_patient_had(study):
+    # Patient 104 alone came back for a second period (50 mg, time restarting at 0). The
+    # builder keeps it out; a release that shows its dose and visits gives the patient away.
+    # Before, the dose's amount and time and the visit's time were each held by many
+    # patients in period 1, and every check passed.
+    one = study[study["id"] == 104]
+    again = one.assign(dv=one["dv"] * 1.05, amt=np.where(one["evid"] == 1, 50.0, 0.0))
+    data = pd.concat([study[study["id"] <= 104], again, study[study["id"] > 104]])
+    fit = synpmx_model_estimate(data.reset_index(drop=True), SIMULATED_ROLES)
+    release = released(fit)
+    assert [d["period"] for d in release["arms"][0]["doses"]] == [0]
+    assert judged(fit, release).loc["P4", "verdict"] == "pass"
+    release["arms"][0]["doses"].append(dict(release["arms"][0]["doses"][0], period=1))
+    fails(fit, release, "P4", "patients given dose 0 of period 1: 1")
+    release = released(fit)
+    release["endpoints"]["DV"]["visits"].append([1, 2.0])
+    fails(fit, release, "P4", "DV: patients seen in period 1: 1")
+
+
+def test_a_numeric_code_is_released_as_categories_not_as_a_mean(study):
+    # A stage coded 1, 2, 3 and not declared categorical: six, one and five patients. Its mean
+    # and SD are two equations in the three counts; before, the release held geometric mean
+    # 1.7 and SD 0.78 on the log scale, which only (6, 1, 5) gives at two figures: the lone
+    # stage-2 patient was counted as surely as by a frequency of 1/12.
+    stage = dict(zip(range(101, 113), [1, 3, 1, 3, 1, 2, 3, 1, 3, 1, 3, 1], strict=True))
+    data = study.assign(STAGE=study["id"].map(stage).astype(float))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "STAGE"))
+    fit = synpmx_model_estimate(data, roles)
+    fingerprint = model_fingerprint(fit)
+    assert "STAGE" not in fingerprint.covariates
+    # Released level by level: stage 2 is folded into stage 1, the most common.
+    assert fingerprint.categories["STAGE"] == [[1.0, 0.58], [3.0, 0.42]]
+    release = released(fit)
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["covariates"]["STAGE"] = {"geometric_mean": 1.7, "sdlog": 0.78}
+    fails(fit, release, "P3", "covariate STAGE takes 3 values")
+
+
+def test_p4_fails_on_a_visit_only_one_patient_attended(study):
+    # No nominal times: a visit is the k-th sample. Patient 104 alone had a fifth, at 18.3 h.
+    # A release that adds a fifth visit, at a time nobody's sample reads (20 h), still says
+    # that someone had one. Before, it passed every check.
+    last = study[(study["id"] == 104) & (study["evid"] == 0)].tail(1)
+    extra = last.assign(time=18.3, nominal_time=18.3, dv=last["dv"] * 0.5)
+    data = pd.concat([study, extra]).sort_values(["id", "time"], kind="stable")
+    roles = dataclasses.replace(SIMULATED_ROLES, nominal_time=None)
+    fit = synpmx_model_estimate(data.reset_index(drop=True), roles)
+    release = released(fit)
+    assert len(release["endpoints"]["DV"]["visits"]) == 4
+    release["endpoints"]["DV"]["visits"].append([0, 20.0])
+    fails(fit, release, "P4", "DV: patients at visit 5 of period 0: 1")
+
+
+@pytest.mark.parametrize(
+    ("edit", "check", "words"),
+    [
+        # Before, P3 and P4 skipped any number written as text (P1 alone failed), so they
+        # passed a release holding patient 104's weight or a frequency of one patient.
+        (
+            lambda r, f: r.update(reference_weight=str(f.study.covariates["WT"].iloc[3])),
+            "P3",
+            ("reference weight", "value of 1 patient"),
+        ),
+        (
+            lambda r, f: r["categories"].update(SEX=[["F", "0.92"], ["M", "0.08"]]),
+            "P4",
+            ("SEX level at 0.08: 1",),
+        ),
+        (lambda r, f: r.update(cohort_size=str(r["cohort_size"] + 2)), "P4", ("arms: 2",)),
+    ],
+)
+def test_p3_and_p4_read_numbers_written_as_text(fit, edit, check, words):
+    release = released(fit)
+    edit(release, fit)
+    fails(fit, release, check, *words)
+    fails(fit, release, "P1")
+
+
+def test_p3_fails_on_an_loq_set_from_the_lowest_patient_alone(study):
+    # Scaled so that the three lowest patients' minima read 2.6, 3.0 and 3.1: half the third
+    # is 1.55, so the rule gives an LOQ of 1. An LOQ of 2 sits just under the lowest patient's
+    # own minimum, which nobody's value reads at one figure: only the rule's bound catches it.
+    data = study.assign(dv=study["dv"] * 1.35)
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    observations = fit.study.observations
+    lowest = np.sort(observations[observations["dv"] > 0].groupby("patient")["dv"].min())
+    assert set(round_significant(lowest, 1)) & {2.0} == set() and lowest[2] / 2 < 2 < lowest[0]
+    release = released(fit)
+    assert release["endpoints"]["DV"]["loq"] == 1.0
+    release["endpoints"]["DV"]["loq"] = 2.0
+    fails(fit, release, "P3", "LOQ 2 lies above half the lowest value 3 patients reached")
+
+
+def test_a_two_valued_numeric_column_with_one_holder_is_withheld(study):
+    # Coded 1 for eleven patients and 2 for one, not declared categorical: a code, so it is
+    # folded like any category and, left with one level, withheld; no mean or SD is released.
+    data = study.assign(FLAG=np.where(study["id"] == 107, 2.0, 1.0))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "FLAG"))
+    fingerprint = model_fingerprint(synpmx_model_estimate(data, roles))
+    assert "FLAG" not in fingerprint.covariates and "FLAG" not in fingerprint.categories
+
+
+def test_a_date_column_gives_no_patient_its_date(study):
+    # Enrolment dates: as text, one per patient, an identifier (refused); as a day number, a
+    # continuous covariate whose summary, at its two figures, is no day that one or two
+    # patients alone read as.
+    days = dict(zip(range(101, 113), 19_000 + 37 * np.arange(12), strict=True))
+    as_text = study.assign(ENROLLED=study["id"].map(lambda i: f"2022-{(i - 100):02d}-15"))
+    roles = dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", "ENROLLED"))
+    with pytest.raises(ValueError, match="'ENROLLED' has 12 levels for 12 patients"):
+        synpmx_model_estimate(as_text, roles)
+    as_day = study.assign(ENROLLED=study["id"].map(days).astype(float))
+    fit = synpmx_model_estimate(as_day, roles)
+    summary = model_fingerprint(fit).covariates["ENROLLED"]
+    holders = (round_significant(list(days.values()), 2) == summary["geometric_mean"]).sum()
+    assert not 0 < holders < 3
+    assert judged(fit, released(fit)).loc["P3", "verdict"] == "pass"

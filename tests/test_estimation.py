@@ -7,8 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite import estimation
-from synpmx_lite.estimation import FitWarning, fit_population, importance_sampling_ofv
+from synpmx_lite import _foce, estimation
+from synpmx_lite.estimation import (
+    ERROR_MODELS,
+    FitWarning,
+    fit_population,
+    importance_sampling_ofv,
+)
 from synpmx_lite.pk import PkModel, predict_concentrations
 from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
 
@@ -136,9 +141,14 @@ def test_bad_input():
         fit_population(load_dataset("theo_sd")[0])
     with pytest.raises(TypeError, match="model"):
         fit_population(study, model="oral")
+    with pytest.raises(ValueError, match="error must be one of"):
+        fit_population(study, error=["additive"])
     nimo = prepare_study(*load_dataset("nimoData"))
     with pytest.raises(ValueError, match="additive"):
         fit_population(nimo, error="proportional")
+    mavoglurant = prepare_study(*load_dataset("mavoglurant"))
+    with pytest.raises(ValueError, match="infusions"):
+        fit_population(mavoglurant, model=PkModel(route="oral"))
 
 
 # --- The exact gradient ------------------------------------------------------------------------
@@ -159,22 +169,22 @@ def test_exact_gradient_and_mode_sensitivity_match_central_differences(
 ):
     """The OFV's gradient (envelope and implicit-function terms) and d eta_hat / dx, away from
     the optimum, against central differences with the modes solved to 1e-13."""
-    monkeypatch.setattr(estimation, "_MODE_TOLERANCE", 1e-13)
+    monkeypatch.setattr(_foce, "_MODE_TOLERANCE", 1e-13)
     study = prepare_study(*load_dataset(name))
-    problem = estimation._Problem(study, model, error)
+    problem = _foce._Problem(study, model, error, ERROR_MODELS[error])
     start = estimation._pooled_starts(problem, study)[0]
     residual = {"combined": [0.5, 0.1], "proportional": [0.1], "additive": [0.5]}[error]
     rng = np.random.default_rng(2)
     x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log(residual)]
     x = x + 0.05 * rng.standard_normal(x.size)
-    base = estimation._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
+    base = _foce._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
     assert base.converged.all()
-    _, gradient = estimation._ofv_and_gradient(problem, base)
-    sensitivity = estimation._mode_sensitivity(problem, base)[0]
+    _, gradient = _foce._ofv_and_gradient(problem, base)
+    sensitivity = _foce._mode_sensitivity(problem, base)[0]
     step = 1e-4
     points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
-    shifted = estimation._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
-    ofv, _ = estimation._ofv_and_gradient(problem, shifted)
+    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
+    ofv, _ = _foce._ofv_and_gradient(problem, shifted)
     total = ofv.sum(axis=1)
     numeric = (total[: x.size] - total[x.size :]) / (2 * step)
     np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-5, atol=1e-4)
@@ -233,7 +243,9 @@ def test_standard_errors_agree_with_the_spread_over_replicates():
 def test_the_summary_is_a_pmx_parameter_table():
     fit = fit_population(prepare_study(*load_dataset("theo_sd")))
     summary = fit.summary()
-    assert list(summary.columns) == ["estimate", "se", "rse_percent", "shrinkage_percent"]
+    assert list(summary.columns) == [
+        "estimate", "se", "rse_percent", "ci_low", "ci_high", "shrinkage_percent"
+    ]  # fmt: skip
     assert summary.index.tolist() == [
         *(("typical", n) for n in ("cl", "v", "ka")),
         *(("omega_sd", n) for n in ("cl", "v", "ka")),
@@ -245,6 +257,12 @@ def test_the_summary_is_a_pmx_parameter_table():
     log_var = fit.covariance.loc[("typical", "cl"), ("typical", "cl")]
     assert summary.loc[("typical", "cl"), "se"] == pytest.approx(
         fit.typical["cl"] * np.sqrt(log_var)
+    )
+    # The 95 % interval is symmetric on the log scale: 1.96 SEs of the log estimate.
+    np.testing.assert_allclose(
+        np.log(summary[["ci_low", "ci_high"]]).sub(np.log(summary["estimate"]), axis=0),
+        np.outer(summary["rse_percent"] / 100, [-1.959964, 1.959964]),
+        rtol=1e-6,
     )
     np.testing.assert_allclose(
         summary.loc["omega_sd", "shrinkage_percent"], 100 * fit.shrinkage.to_numpy()
@@ -273,6 +291,10 @@ def test_importance_sampling_checks_the_laplace_approximation():
         importance_sampling_ofv(study, "fit")
     with pytest.raises(ValueError, match="draws"):
         importance_sampling_ofv(study, fit, draws=1)
+    with pytest.raises(ValueError, match="not made on this study"):
+        importance_sampling_ofv(study.subset(np.arange(study.n_patients) < 6), fit)
+    with pytest.raises(ValueError, match="positive"):
+        importance_sampling_ofv(study, replace(fit, omega=0 * fit.omega))
 
 
 # --- Two-compartment searches ------------------------------------------------------------------
@@ -343,7 +365,7 @@ def test_an_optimizer_stopped_early_is_not_converged():
 
 def test_modes_that_do_not_converge_are_reported(monkeypatch):
     """With no Newton step allowed, the modes stay where the warm start puts them."""
-    monkeypatch.setattr(estimation, "_MODE_ITERATIONS", 0)
+    monkeypatch.setattr(_foce, "_MODE_ITERATIONS", 0)
     study = prepare_study(*load_dataset("theo_sd"))
     with pytest.warns(FitWarning, match="modes of 12 patients did not converge"):
         fit = fit_population(study)
@@ -383,21 +405,52 @@ def test_proportional_error_at_a_zero_prediction():
 
 def test_proportional_error_at_a_zero_observation():
     """An observed 0 would let a proportional fit gain without bound by moving a patient's
-    lag to just before that sample; such observations are left out (M1). The lag-time fit of
-    warfarin then converges with an OFV above the combined model's (which keeps them), where
-    the floored variance gave 173 against 223."""
-    study = prepare_study(*load_dataset("warfarin"))
-    lag = PkModel(route="oral", lag=True)
-    proportional = fit_population(study, model=lag, error="proportional")
-    combined = fit_population(study, model=lag, error="combined")
-    assert proportional.converged and combined.converged
-    assert proportional.ofv > combined.ofv
-    # The zero observations add nothing: removing them leaves the OFV as it was.
+    lag to just before that sample (the floored variance gave an OFV of 173 against the
+    combined model's 223); such observations are left out (M1), and the fit says so."""
     data, roles = load_dataset("warfarin")
+    lag = PkModel(route="oral", lag=True)
+    proportional = fit_population(prepare_study(data, roles), model=lag, error="proportional")
+    assert proportional.converged
     zero = (data["evid"] == 0) & (data["dvid"] == "cp") & (data["dv"] == 0)
-    assert zero.sum() > 0
-    without = fit_population(prepare_study(data[~zero], roles), model=lag, error="proportional")
+    assert proportional.n_left_out == zero.sum() > 0
+    assert f"{proportional.n_left_out} observations of 0 left out" in str(proportional)
+    # The zero observations add nothing: removing them leaves the OFV as it was.
+    without_zeros = prepare_study(data[~zero], roles)
+    without = fit_population(without_zeros, model=lag, error="proportional")
     assert without.ofv == pytest.approx(proportional.ofv, abs=1e-3)
+    assert without.n_observations == proportional.n_observations and without.n_left_out == 0
+    # On the same observations, the combined model nests the proportional one.
+    combined = fit_population(without_zeros, model=lag, error="combined")
+    assert combined.converged and combined.ofv < proportional.ofv
+
+
+def test_a_lag_placed_past_a_sample_under_proportional_error_is_flagged():
+    """A prediction of 0 after a dose (before the lag) gives the sample variance 1: it adds
+    y^2 whatever the fit, so that in mg/L a theo_sd patient's lag moves past a small early
+    sample; in ug/L (y^2 a million times larger) it does not, and the estimates differ."""
+    study = prepare_study(*load_dataset("theo_sd"))
+    lag = PkModel(route="oral", lag=True)
+    with pytest.warns(FitWarning, match="1 non-zero observations taken after a dose"):
+        fit = fit_population(study, model=lag, error="proportional")
+    assert not fit.converged and fit.n_unit_variance == 4  # 3 pre-dose samples and this one
+    micrograms = replace(study, obs_dv=1000 * study.obs_dv)
+    rescaled = fit_population(micrograms, model=lag, error="proportional")
+    assert rescaled.converged and rescaled.n_unit_variance == 3
+    assert abs(rescaled.omega_sd["tlag"] / fit.omega_sd["tlag"] - 1) > 0.1
+
+
+def test_parameters_the_data_do_not_determine_are_flagged():
+    """Noise fitted with proportional error: the optimizer stops at a true optimum and the
+    covariance step succeeds, but absorption is not determined (ka's SE thousands of %)."""
+    data, roles = load_dataset("theo_sd")
+    noise = data.copy()
+    observed = noise["EVID"] == 0
+    level = np.log(noise.loc[observed, "DV"].median())
+    noise.loc[observed, "DV"] = np.random.default_rng(1).lognormal(level, 0.5, observed.sum())
+    with pytest.warns(FitWarning, match="the data do not determine typical ka"):
+        fit = fit_population(prepare_study(noise, roles), error="proportional")
+    assert not fit.converged and fit.covariance is not None
+    assert fit.summary().loc[("typical", "ka"), "rse_percent"] > 235
 
 
 def test_standard_errors_stay_out_of_the_released_fingerprint():
