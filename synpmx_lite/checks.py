@@ -337,7 +337,7 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
             return label in _VOCABULARY_KEYS["endpoint"]
         if head == "arms" and depth == 3:
             return label in _VOCABULARY_KEYS["arm"]
-        if head == "arms" and depth == 5 and path[2] == "keep":
+        if head == "arms" and depth == 4 and path[2] == "keep":
             return label in roles.keep
         if head == "arms" and depth == 5:
             return label in _VOCABULARY_KEYS["dose"]
