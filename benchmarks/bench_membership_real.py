@@ -28,7 +28,7 @@ def main() -> None:
     counts = dict(REPLICATES)
     if len(sys.argv) > 1:
         counts = dict(zip(REPLICATES, map(int, sys.argv[1:]), strict=False))
-    generator_membership_attack("warfarin", replicates=3, seed=SEED)  # warm-up
+    generator_membership_attack("warfarin", replicates=4, seed=SEED)  # warm-up
     pd.set_option("display.width", 200)
     total = 0.0
     for name, replicates in counts.items():
