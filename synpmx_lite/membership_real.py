@@ -150,7 +150,8 @@ class GeneratorAttack:
     replicates ``r`` and ``r + 1`` share one fit, and replicates two apart share none; the
     variance then adds twice the lag-one autocovariance of the terms, estimated without bias
     for one-dependent terms (never below the independent value). The true-positive rates'
-    SEs are from a bootstrap of whole replicates. Every SE is Monte Carlo error given the
+    SEs are from a bootstrap of whole replicates (in neighbouring pairs where they share a
+    fit). Every SE is Monte Carlo error given the
     study's patients: the study itself is one draw of patients, which no SE here covers.
     """
 
@@ -354,6 +355,17 @@ def _true_positive_rates(members: np.ndarray, others: np.ndarray, rate: float) -
     return (members > threshold[..., None]).mean(axis=-1)
 
 
+def _replicate_resamples(rng: np.random.Generator, replicates: int, neighbours: bool) -> np.ndarray:
+    """``(_BOOTSTRAP, replicates)`` indices of whole replicates drawn with replacement; with
+    ``neighbours``, in cyclic pairs ``(r, r + 1)`` (a block bootstrap), so that replicates
+    sharing a fit are drawn together and their dependence stays in the resamples."""
+    if not neighbours:
+        return rng.integers(0, replicates, size=(_BOOTSTRAP, replicates))
+    starts = rng.integers(0, replicates, size=(_BOOTSTRAP, -(-replicates // 2)))
+    pairs = (starts[..., None] + np.arange(2)) % replicates
+    return pairs.reshape(_BOOTSTRAP, -1)[:, :replicates]
+
+
 def _summarise(
     scores: np.ndarray, member: np.ndarray, neighbours: bool, rng: np.random.Generator
 ) -> dict[str, float]:
@@ -363,7 +375,7 @@ def _summarise(
     others = scores[~member].reshape(replicates, -1)
     value, terms = _replicate_terms(members, others)
     row = {"auc": value, "auc_se": _mean_standard_error(terms, neighbours)}
-    resample = rng.integers(0, replicates, size=(_BOOTSTRAP, replicates))
+    resample = _replicate_resamples(rng, replicates, neighbours)
     for rate in FALSE_POSITIVE_RATES:
         column = f"tpr_{round(100 * rate)}"
         row[column] = float(_true_positive_rates(members.ravel(), others.ravel(), rate))

@@ -29,6 +29,7 @@ from synpmx_lite.membership_real import (
     ATTACK_SCORES,
     _mean_standard_error,
     _patient_facts,
+    _replicate_resamples,
     _replicate_terms,
     _true_positive_rates,
 )
@@ -132,6 +133,17 @@ def test_neighbour_se_is_unbiased_for_one_dependent_terms():
     assert abs(variance.mean() - 4 / size) < 4 * error
     independent = _mean_standard_error(terms, neighbours=False) ** 2
     assert independent.mean() < 0.6 * 4 / size  # ignoring the sharing understates it
+
+
+def test_bootstrap_draws_neighbouring_replicates_together():
+    rng = np.random.default_rng(9)
+    for replicates in (10, 11):
+        pairs = _replicate_resamples(rng, replicates, neighbours=True)
+        assert pairs.shape[1] == replicates
+        follows = (pairs[:, 1::2] - pairs[:, 0:-1:2]) % replicates
+        assert (follows == 1).all()
+        single = _replicate_resamples(rng, replicates, neighbours=False)
+        assert ((single[:, 1::2] - single[:, 0:-1:2]) % replicates != 1).any()
 
 
 def test_true_positive_rates_agree_with_the_roc_curve():
