@@ -19,7 +19,7 @@ import pandas as pd
 from synpmx_lite import generator_membership_attack
 
 #: The chapter's replicate counts (book/membership_inference.md, REAL_REPLICATES).
-REPLICATES = {"warfarin": 30, "pheno_sd": 30, "mavoglurant": 10}
+REPLICATES = {"warfarin": 30, "pheno_sd": 30, "mavoglurant": 20}
 REPEATS = 3
 SEED = 20261002
 
