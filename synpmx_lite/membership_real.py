@@ -126,6 +126,9 @@ class GeneratorAttack:
         remain members: they are in the cohort and its other summaries).
     unconverged : int
         Replicates whose PK fit is flagged as not to be trusted (they are scored as released).
+    modes_unfound : int
+        Candidates' empirical Bayes modes, over releases, replicates and patients, that the
+        search did not find (their scores use the search's last point).
     fit_problems : pandas.Series
         How many replicates' fits carry each diagnostic
         (:attr:`synpmx_lite.estimation.PopulationFit.diagnostics`), most frequent first.
@@ -169,6 +172,7 @@ class GeneratorAttack:
     random_effects: int
     left_out: float
     unconverged: int
+    modes_unfound: int
     fit_problems: pd.Series
     estimates: pd.DataFrame
     shadow_off_by: float
@@ -511,11 +515,12 @@ def generator_membership_attack(
     }
 
     # Every patient's random effects under every release, in one batch per release.
-    individual = {}
+    individual, modes_unfound = {}, 0
     for release, tables in releases.items():
-        eta, _ = empirical_bayes_estimates(
+        eta, found = empirical_bayes_estimates(
             study, tables["typical"], tables["omega"], tables["residual"], error=error
         )
+        modes_unfound += int((~found).sum())
         individual[release] = np.log(tables["typical"][parameters].to_numpy())[:, None] + eta
 
     candidate = np.where(np.isnan(fact_values), 0.0, fact_values)
@@ -604,6 +609,7 @@ def generator_membership_attack(
         random_effects=len(parameters),
         left_out=float(np.mean([fit.privacy.left_out.patients for fit, _ in runs])),
         unconverged=int(sum(not fit.pk.converged for fit, _ in runs)),
+        modes_unfound=modes_unfound,
         fit_problems=pd.Series(
             [problem for fit, _ in runs for problem in fit.pk.diagnostics], dtype=object
         ).value_counts(),

@@ -190,6 +190,7 @@ def test_attack_scores_every_patient_of_every_replicate(attack):
     assert attack.summary[["auc", "tpr_1", "tpr_5"]].stack().between(0, 1).all()
     assert (attack.summary["auc_se"] > 0).all()
     assert attack.shares == 3 and attack.random_effects == 3
+    assert attack.modes_unfound == 0  # every candidate's random effects were found
 
 
 def test_attack_is_reproducible_from_its_seed(attack):
