@@ -178,7 +178,27 @@ class GeneratorAttack:
     shadow_off_by: float
 
     def piles(self, release: str, reference: str, score: str) -> tuple[np.ndarray, np.ndarray]:
-        """Members' and non-members' scores under one release, reference and score."""
+        """Members' and non-members' scores under one release, reference and score.
+
+        Parameters
+        ----------
+        release : {"released", "unrounded"}
+            The release as it leaves, or the same fits at full precision.
+        reference : {"whole study", "shadow cohort"}
+            The attacker's reference values.
+        score : {"shares", "population", "combined"}
+            The attacker's score.
+
+        Returns
+        -------
+        members, non_members : numpy.ndarray
+            The scores pooled over replicates, in replicate order.
+
+        Raises
+        ------
+        ValueError
+            A choice outside those listed.
+        """
         _check_choice(release, "release", ATTACK_RELEASES)
         _check_choice(reference, "reference", ATTACK_REFERENCES)
         _check_choice(score, "score", ATTACK_SCORES)
@@ -195,12 +215,32 @@ class GeneratorAttack:
     def roc_curve(self, release: str, reference: str, score: str) -> pd.DataFrame:
         """The ROC curve of one release, reference and score.
 
-        See :func:`~synpmx_lite.membership.roc_curve`.
+        Parameters
+        ----------
+        release, reference, score : str
+            As for :meth:`piles`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The curve of the pooled scores, as :func:`~synpmx_lite.membership.roc_curve`
+            gives it.
         """
         return roc_curve(*self.piles(release, reference, score))
 
     def result(self, release: str, reference: str, score: str) -> pd.Series:
-        """One row of :attr:`summary`."""
+        """One row of :attr:`summary`.
+
+        Parameters
+        ----------
+        release, reference, score : str
+            As for :meth:`piles`.
+
+        Returns
+        -------
+        pandas.Series
+            The AUC, the true-positive rates and their SEs.
+        """
         for value, name, allowed in (
             (release, "release", ATTACK_RELEASES),
             (reference, "reference", ATTACK_REFERENCES),
