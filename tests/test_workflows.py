@@ -77,6 +77,10 @@ def page(book: Path) -> str:
     return (book / "_build" / "html" / "book" / "chapter.html").read_text()
 
 
+def static_links(html: str) -> list[str]:
+    return re.findall(r'_static/[^"]+', html)
+
+
 def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(book):
     # The README's command, then an edit of the chapter, then the README's build command.
     subprocess.run(
@@ -98,7 +102,8 @@ def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(book):
 def test_editing_the_package_re_executes_the_chapter(book):
     first = build(book)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "value=1" in page(book)
+    cold_page = page(book)
+    assert "value=1" in cold_page
     unchanged = build(book)
     assert unchanged.returncode == 0
     assert "Executing notebook" not in unchanged.stdout + unchanged.stderr
@@ -108,6 +113,8 @@ def test_editing_the_package_re_executes_the_chapter(book):
     assert edited.returncode == 0, edited.stdout + edited.stderr
     assert "Executing notebook" in edited.stdout + edited.stderr
     assert "value=2" in page(book)
+    # The rewritten page links the same static files, with the same checksums, as the first.
+    assert static_links(page(book)) == static_links(cold_page)
 
 
 def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):

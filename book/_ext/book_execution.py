@@ -11,10 +11,12 @@ execution cache was filled under, it empties the cache; when it differs from the
 were last read under, it sends every page back to be read, so that every chapter executes
 again against the new code.
 
-**Write the same executed notebook on every build.** Each chapter's executed notebook is
-offered for download; myst-nb gives its cells random ids, and an output without a text form of
-its own (a plotnine figure, a pandas Styler) shows the object's memory address. Cells are
-numbered instead, and the addresses dropped.
+**Write the same files on every build.** Each chapter's executed notebook is offered for
+download; myst-nb gives its cells random ids, and an output without a text form of its own (a
+plotnine figure, a pandas Styler) shows the object's memory address. Cells are numbered
+instead, and the addresses dropped. And myst-nb copies its stylesheet only when a build ends,
+so the pages of a first build link it without the checksum Sphinx adds on later builds; it is
+copied when the build starts instead.
 
 Load it from ``_config.yml``::
 
@@ -34,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import nbformat
+from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
@@ -128,10 +131,18 @@ def steady_executed_notebook(app: Sphinx, doctree: object) -> None:
     path.write_bytes(nbformat.writes(notebook).encode("utf-8"))
 
 
+def copy_mystnb_stylesheet(app: Sphinx) -> None:
+    """Copy myst-nb's stylesheet before the pages are written (myst-nb does it at the end)."""
+    if app.builder.format == "html":
+        Path(app.outdir, "_static").mkdir(parents=True, exist_ok=True)
+        add_global_html_resources(app, None)
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("execution_depends_on", [], "env", [list])
     # After myst-nb (priority 500) has resolved the cache and output folders.
     app.connect("builder-inited", clear_stale_cache, priority=900)
     app.connect("env-get-outdated", reread_stale_pages)
     app.connect("doctree-read", steady_executed_notebook)
+    app.connect("builder-inited", copy_mystnb_stylesheet)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
