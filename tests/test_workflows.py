@@ -93,6 +93,9 @@ def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(book):
     result = build(book)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "edited" in page(book)
+    # The launch buttons open the chapter, the file the repository holds.
+    assert "lab/tree/book/chapter.md" in page(book)
+    assert "tree/book/chapter.ipynb" not in page(book)
     ignored = subprocess.run(
         ["git", "-C", ROOT, "check-ignore", "-q", "book/privacy_protections.ipynb"], check=False
     )

@@ -18,6 +18,11 @@ instead, and the addresses dropped. And myst-nb copies its stylesheet only when 
 so the pages of a first build link it without the checksum Sphinx adds on later builds; it is
 copied when the build starts instead.
 
+**Ignore notebooks made from the chapters.** ``_config.yml`` keeps ``.ipynb`` files out of the
+sources, but the theme's launch buttons still open ``book/chapter.ipynb`` instead of
+``book/chapter.md`` when one lies beside the chapter; they are pointed back at the source, the
+file the repository holds.
+
 Load it from ``_config.yml``::
 
     sphinx:
@@ -138,6 +143,20 @@ def copy_mystnb_stylesheet(app: Sphinx) -> None:
         add_global_html_resources(app, None)
 
 
+def launch_the_source(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object
+) -> None:
+    """Point the page's launch buttons at its source, not at a notebook made beside it."""
+    source = Path(app.env.doc2path(pagename, base=False))
+    if doctree is None or source.suffix == ".ipynb":
+        return
+    made = source.with_suffix(".ipynb").as_posix()
+    for group in context.get("header_buttons", []):
+        for button in group.get("buttons", []):
+            if button.get("url", "").endswith(made):
+                button["url"] = button["url"][: -len(made)] + source.as_posix()
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("execution_depends_on", [], "env", [list])
     # After myst-nb (priority 500) has resolved the cache and output folders.
@@ -145,4 +164,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", reread_stale_pages)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
+    # After sphinx-book-theme has made the launch buttons (priority 501).
+    app.connect("html-page-context", launch_the_source, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
