@@ -128,6 +128,11 @@ def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
     traceback = re.sub(r"\x1b\[[0-9;]*m", "", report.read_text())  # IPython's colours
     assert "ZeroDivisionError: deliberately broken" in traceback
     assert str(report) in result.stdout + result.stderr
+    # Building again without mending it runs the chapter again, and fails again.
+    report.unlink()
+    again = build(book)
+    assert again.returncode != 0
+    assert report.exists()
 
 
 def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):

@@ -11,6 +11,10 @@ execution cache was filled under, it empties the cache; when it differs from the
 were last read under, it sends every page back to be read, so that every chapter executes
 again against the new code.
 
+**Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
+writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
+would pass without running it. A chapter whose execution failed is read again on every build.
+
 **Write the same files on every build.** Each chapter's executed notebook is offered for
 download; myst-nb gives its cells random ids, and an output without a text form of its own (a
 plotnine figure, a pandas Styler) shows the object's memory address. Cells are numbered
@@ -41,6 +45,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import nbformat
+from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
@@ -101,18 +106,27 @@ def clear_stale_cache(app: Sphinx) -> None:
     stamp.write_text(digest)
 
 
-def reread_stale_pages(
+def pages_to_read_again(
     app: Sphinx, env: BuildEnvironment, added: set, changed: set, removed: set
 ) -> list[str]:
-    """Send every page back to be read if the pages were read under other package sources."""
-    if not app.config.execution_depends_on:
-        return []
-    digest = _digest(app)
-    if getattr(env, "book_execution_digest", None) == digest:
-        return []
-    # Kept in the pickled environment, which Sphinx discards when a build fails.
-    env.book_execution_digest = digest
-    return sorted(env.found_docs - removed)
+    """Pages to read (and execute) again although their sources did not change.
+
+    Every page, if the pages were read under other package sources; otherwise each chapter
+    whose execution failed, so that the failure is reported, and fails the build, on every
+    build until it is mended (Sphinx would otherwise keep the failed page as read).
+    """
+    again = {
+        docname
+        for docname, data in NbMetadataCollector.get_doc_data(env).items()
+        if (data.get("exec_data") or {}).get("succeeded") is False
+    }
+    if app.config.execution_depends_on:
+        digest = _digest(app)
+        if getattr(env, "book_execution_digest", None) != digest:
+            # Kept in the pickled environment, which Sphinx discards when a build fails.
+            env.book_execution_digest = digest
+            again = env.found_docs
+    return sorted((again & env.found_docs) - removed)
 
 
 def steady_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -161,7 +175,7 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("execution_depends_on", [], "env", [list])
     # After myst-nb (priority 500) has resolved the cache and output folders.
     app.connect("builder-inited", clear_stale_cache, priority=900)
-    app.connect("env-get-outdated", reread_stale_pages)
+    app.connect("env-get-outdated", pages_to_read_again)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
     # After sphinx-book-theme has made the launch buttons (priority 501).
