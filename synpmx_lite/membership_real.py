@@ -199,15 +199,7 @@ class GeneratorAttack:
         ValueError
             A choice outside those listed.
         """
-        _check_choice(release, "release", ATTACK_RELEASES)
-        _check_choice(reference, "reference", ATTACK_REFERENCES)
-        _check_choice(score, "score", ATTACK_SCORES)
-        table = self.scores
-        chosen = table[
-            (table["release"] == release)
-            & (table["reference"] == reference)
-            & (table["score"] == score)
-        ]
+        chosen = _attack_rows(self.scores, release, reference, score)
         member = chosen["member"].to_numpy()
         values = chosen["value"].to_numpy()
         return values[member], values[~member]
@@ -241,19 +233,20 @@ class GeneratorAttack:
         pandas.Series
             The AUC, the true-positive rates and their SEs.
         """
-        for value, name, allowed in (
-            (release, "release", ATTACK_RELEASES),
-            (reference, "reference", ATTACK_REFERENCES),
-            (score, "score", ATTACK_SCORES),
-        ):
-            _check_choice(value, name, allowed)
-        table = self.summary
-        row = table[
-            (table["release"] == release)
-            & (table["reference"] == reference)
-            & (table["score"] == score)
-        ]
-        return row.iloc[0]
+        return _attack_rows(self.summary, release, reference, score).iloc[0]
+
+
+def _attack_rows(table: pd.DataFrame, release: str, reference: str, score: str) -> pd.DataFrame:
+    """The rows of ``table`` (scores or summary) for one release, reference and score, each
+    checked against the choices the attack offers."""
+    _check_choice(release, "release", ATTACK_RELEASES)
+    _check_choice(reference, "reference", ATTACK_REFERENCES)
+    _check_choice(score, "score", ATTACK_SCORES)
+    return table[
+        (table["release"] == release)
+        & (table["reference"] == reference)
+        & (table["score"] == score)
+    ]
 
 
 def _check_choice(value: object, name: str, allowed: tuple[str, ...]) -> None:
