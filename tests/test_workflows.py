@@ -5,6 +5,7 @@ the repository's ``_config.yml`` and ``book/_ext`` extension, and runs the READM
 command on it, so the configuration is what is under test, not the chapters.
 """
 
+import ast
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 import yaml
@@ -182,3 +184,36 @@ def test_steady_notebook_numbers_cells_and_drops_memory_addresses():
     assert output["text/plain"] == "<plotnine.ggplot.ggplot object>"
     assert output["image/png"] == "iVBORw0KGgo="
     nbformat.validate(steady)
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell defines and names it reads (IPython magics skipped)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
+    defined, read = set(), set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            (defined if isinstance(node.ctx, ast.Store) else read).add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            defined.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined.add(node.name)
+    return defined, read
+
+
+CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md") if p.read_text().startswith("---"))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_live_code_can_run_every_cell_a_reader_sees(chapter):
+    # Thebe runs only the cells on the page: a removed cell's definitions never reach it.
+    visible_names, removed_names, missing = set(), set(), []
+    for cell in jupytext.read(chapter).cells:
+        if cell.cell_type != "code":
+            continue
+        defined, read = _names(cell.source)
+        if "remove-cell" in cell.metadata.get("tags", []):
+            removed_names |= defined - visible_names
+            continue
+        missing += sorted((read & removed_names) - visible_names)
+        visible_names |= defined
+    assert not missing, f"defined only in removed cells: {missing} (tag them hide-cell)"
