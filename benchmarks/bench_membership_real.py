@@ -19,7 +19,7 @@ import pandas as pd
 from synpmx_lite import generator_membership_attack
 
 #: The chapter's replicate counts (book/membership_inference.md, REAL_REPLICATES).
-REPLICATES = {"warfarin": 30, "pheno_sd": 30, "mavoglurant": 10}
+REPLICATES = {"warfarin": 30, "pheno_sd": 30, "mavoglurant": 20}
 REPEATS = 3
 SEED = 20261002
 
@@ -28,7 +28,7 @@ def main() -> None:
     counts = dict(REPLICATES)
     if len(sys.argv) > 1:
         counts = dict(zip(REPLICATES, map(int, sys.argv[1:]), strict=False))
-    generator_membership_attack("warfarin", replicates=3, seed=SEED)  # warm-up
+    generator_membership_attack("warfarin", replicates=4, seed=SEED)  # warm-up
     pd.set_option("display.width", 200)
     total = 0.0
     for name, replicates in counts.items():

@@ -43,7 +43,12 @@ def check_real(
 
 
 def check_array(value: object, name: str, *, ndim: int | None = None) -> np.ndarray:
-    """Return ``value`` as a finite float array, optionally of a given dimension."""
+    """Return ``value`` as a finite float array, optionally of a given dimension.
+
+    Text is refused rather than parsed: ``["1", "2"]`` is a TypeError, not ``[1.0, 2.0]``.
+    """
+    if _holds_text(value):
+        raise TypeError(f"{name} must be numeric, got text")
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as error:
@@ -55,6 +60,25 @@ def check_array(value: object, name: str, *, ndim: int | None = None) -> np.ndar
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must be finite (no NaN or infinity)")
     return array
+
+
+def _holds_text(value: object) -> bool:
+    if isinstance(value, str | bytes):
+        return True
+    try:
+        kind = np.asarray(value).dtype.kind
+    except (TypeError, ValueError):  # ragged nesting: the float conversion reports it
+        return False
+    if kind == "O":
+        return any(isinstance(item, str | bytes) for item in np.asarray(value).flat)
+    return kind in "USV"
+
+
+def check_flag(value: object, name: str) -> bool:
+    """Return ``value`` as a bool, requiring True or False (not a string or a number)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_probabilities(value: object, name: str, *, ndim: int = 1) -> np.ndarray:
@@ -73,12 +97,21 @@ def check_binary(value: object, name: str, *, ndim: int) -> np.ndarray:
     return array.astype(np.int8)
 
 
-def check_rng(rng: object) -> np.random.Generator:
-    """Return a ``numpy.random.Generator`` from a Generator, an integer seed or None."""
-    if rng is None or isinstance(rng, numbers.Integral | np.random.SeedSequence):
-        return np.random.default_rng(rng)
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
+    """Return a ``numpy.random.Generator`` from a Generator, a seed or None.
+
+    A seed is a non-negative integer or a ``numpy.random.SeedSequence``; None draws fresh
+    entropy from the operating system. ``name`` is the argument's name in error messages.
+    """
     if isinstance(rng, np.random.Generator):
         return rng
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"{name} must be a non-negative integer seed, got {rng}")
+        return np.random.default_rng(int(rng))
     raise TypeError(
-        f"rng must be a numpy.random.Generator, an integer seed or None, got {type(rng).__name__}"
+        f"{name} must be a numpy.random.Generator, a non-negative integer seed or None, "
+        f"got {type(rng).__name__}"
     )

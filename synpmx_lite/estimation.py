@@ -564,15 +564,7 @@ def fit_population(
     bounded to [0.01, 5] on the log scale; typical values to a factor 100 either side of
     their start.
     """
-    if not isinstance(study, StudyEvents):
-        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
-    model = study.roles.model if model is None else model
-    if not isinstance(model, PkModel):
-        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
-    if error is None:
-        error = "additive" if study.roles.log_dv else "combined"
-    if not isinstance(error, str) or error not in ERROR_MODELS:
-        raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    model, error = _checked_model_and_error(study, model, error)
     if study.roles.log_dv and error != "additive":
         raise ValueError("log concentrations (roles.log_dv) take error='additive'")
     if model.route == "oral" and np.any(study.dose_duration > 0):
@@ -590,6 +582,21 @@ def fit_population(
     # start-up and synchronization, which on a loaded machine costs more than the fit itself.
     with _thread_pools().limit(limits=1, user_api="blas"):
         return _fit(study, model, error, max_iterations)
+
+
+def _checked_model_and_error(study: object, model: object, error: object) -> tuple[PkModel, str]:
+    """``study`` checked, with the model (default the study's own) and the error model
+    (default ``"additive"`` for log concentrations, else ``"combined"``) checked."""
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    model = study.roles.model if model is None else model
+    if not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    if error is None:
+        error = "additive" if study.roles.log_dv else "combined"
+    if not isinstance(error, str) or error not in ERROR_MODELS:
+        raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    return model, error
 
 
 def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) -> PopulationFit:
@@ -898,15 +905,7 @@ def empirical_bayes_estimates(
         ``study`` is not a StudyEvents; the tables lack a parameter, hold a value that is not
         positive and finite, or differ in their number of rows; an unknown error model.
     """
-    if not isinstance(study, StudyEvents):
-        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
-    model = study.roles.model if model is None else model
-    if not isinstance(model, PkModel):
-        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
-    if error is None:
-        error = "additive" if study.roles.log_dv else "combined"
-    if error not in ERROR_MODELS:
-        raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    model, error = _checked_model_and_error(study, model, error)
     columns = {
         "typical": list(model.parameters),
         "omega": list(model.parameters),

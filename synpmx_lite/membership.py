@@ -36,6 +36,7 @@ from ._validation import (
     check_array,
     check_binary,
     check_count,
+    check_flag,
     check_probabilities,
     check_real,
     check_rng,
@@ -170,6 +171,7 @@ def auc_standard_error(members: object, others: object, *, paired: bool = False)
     """
     members = _scores(members, "members")
     others = _scores(others, "others")
+    paired = check_flag(paired, "paired")
     if min(members.size, others.size) < 2:
         raise ValueError("members and others need at least 2 scores each for a standard error")
     member_placement, other_placement = _placements(members, others)
@@ -499,15 +501,40 @@ class ScorePiles:
         )
 
 
+# Largest simulation the attendance attack takes on, in bytes at its peak.
+_ATTENDANCE_MEMORY_LIMIT = 2 * 2**30
+
+
 def _check_attendance_setting(
     patients: object, visits: object, correlation: object, draws: object
 ) -> tuple[int, int, float, int]:
-    return (
+    setting = (
         check_count(patients, "patients"),
         check_count(visits, "visits"),
         check_real(correlation, "correlation", low=0, high=1, high_open=True),
         check_count(draws, "draws", minimum=2),
     )
+    patients, visits, correlation, draws = setting
+    # Peak memory, measured with tracemalloc and rounded up: correlated attendance holds every
+    # patient's visits in every study (9 bytes each); independent attendance only the counts
+    # at each visit of each study (59 bytes).
+    if correlation > 0:
+        cells, per_cell, what = draws * visits * (patients + 1), 10, "patient-visits"
+    else:
+        cells, per_cell, what = draws * visits, 60, "visits"
+    if cells * per_cell > _ATTENDANCE_MEMORY_LIMIT:
+        raise ValueError(
+            f"patients={patients}, visits={visits}, correlation={correlation} and "
+            f"draws={draws} would need about {cells * per_cell / 2**30:,.1f} GiB of memory "
+            f"({per_cell} bytes for each of {cells:,} {what} over all studies), more than "
+            f"the {_ATTENDANCE_MEMORY_LIMIT / 2**30:g} GiB allowed: "
+            + (
+                "use fewer patients, visits or draws, or correlation 0 (exact counts)"
+                if correlation > 0
+                else "use fewer visits or draws"
+            )
+        )
+    return setting
 
 
 def attendance_scores(

@@ -126,6 +126,9 @@ class GeneratorAttack:
         remain members: they are in the cohort and its other summaries).
     unconverged : int
         Replicates whose PK fit is flagged as not to be trusted (they are scored as released).
+    modes_unfound : int
+        Candidates' empirical Bayes modes, over releases, replicates and patients, that the
+        search did not find (their scores use the search's last point).
     fit_problems : pandas.Series
         How many replicates' fits carry each diagnostic
         (:attr:`synpmx_lite.estimation.PopulationFit.diagnostics`), most frequent first.
@@ -147,9 +150,11 @@ class GeneratorAttack:
     replicate, the mean placement of its members plus that of its non-members (DeLong's
     placements, clustered as by Obuchowski 1997), and its SE the SD of that term over
     replicates over the square root of their number. With the shadow-cohort reference,
-    replicates ``r`` and ``r + 1`` share one fit; the variance then adds twice the lag-one
-    autocovariance of the terms (never below the independent value). The true-positive rates'
-    SEs are from a bootstrap of whole replicates. Every SE is Monte Carlo error given the
+    replicates ``r`` and ``r + 1`` share one fit, and replicates two apart share none; the
+    variance then adds twice the lag-one autocovariance of the terms, estimated without bias
+    for one-dependent terms (never below the independent value). The true-positive rates'
+    SEs are from a bootstrap of whole replicates (in neighbouring pairs where they share a
+    fit). Every SE is Monte Carlo error given the
     study's patients: the study itself is one draw of patients, which no SE here covers.
     """
 
@@ -167,21 +172,34 @@ class GeneratorAttack:
     random_effects: int
     left_out: float
     unconverged: int
+    modes_unfound: int
     fit_problems: pd.Series
     estimates: pd.DataFrame
     shadow_off_by: float
 
     def piles(self, release: str, reference: str, score: str) -> tuple[np.ndarray, np.ndarray]:
-        """Members' and non-members' scores under one release, reference and score."""
-        _check_choice(release, "release", ATTACK_RELEASES)
-        _check_choice(reference, "reference", ATTACK_REFERENCES)
-        _check_choice(score, "score", ATTACK_SCORES)
-        table = self.scores
-        chosen = table[
-            (table["release"] == release)
-            & (table["reference"] == reference)
-            & (table["score"] == score)
-        ]
+        """Members' and non-members' scores under one release, reference and score.
+
+        Parameters
+        ----------
+        release : {"released", "unrounded"}
+            The release as it leaves, or the same fits at full precision.
+        reference : {"whole study", "shadow cohort"}
+            The attacker's reference values.
+        score : {"shares", "population", "combined"}
+            The attacker's score.
+
+        Returns
+        -------
+        members, non_members : numpy.ndarray
+            The scores pooled over replicates, in replicate order.
+
+        Raises
+        ------
+        ValueError
+            A choice outside those listed.
+        """
+        chosen = _attack_rows(self.scores, release, reference, score)
         member = chosen["member"].to_numpy()
         values = chosen["value"].to_numpy()
         return values[member], values[~member]
@@ -189,25 +207,46 @@ class GeneratorAttack:
     def roc_curve(self, release: str, reference: str, score: str) -> pd.DataFrame:
         """The ROC curve of one release, reference and score.
 
-        See :func:`~synpmx_lite.membership.roc_curve`.
+        Parameters
+        ----------
+        release, reference, score : str
+            As for :meth:`piles`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The curve of the pooled scores, as :func:`~synpmx_lite.membership.roc_curve`
+            gives it.
         """
         return roc_curve(*self.piles(release, reference, score))
 
     def result(self, release: str, reference: str, score: str) -> pd.Series:
-        """One row of :attr:`summary`."""
-        for value, name, allowed in (
-            (release, "release", ATTACK_RELEASES),
-            (reference, "reference", ATTACK_REFERENCES),
-            (score, "score", ATTACK_SCORES),
-        ):
-            _check_choice(value, name, allowed)
-        table = self.summary
-        row = table[
-            (table["release"] == release)
-            & (table["reference"] == reference)
-            & (table["score"] == score)
-        ]
-        return row.iloc[0]
+        """One row of :attr:`summary`.
+
+        Parameters
+        ----------
+        release, reference, score : str
+            As for :meth:`piles`.
+
+        Returns
+        -------
+        pandas.Series
+            The AUC, the true-positive rates and their SEs.
+        """
+        return _attack_rows(self.summary, release, reference, score).iloc[0]
+
+
+def _attack_rows(table: pd.DataFrame, release: str, reference: str, score: str) -> pd.DataFrame:
+    """The rows of ``table`` (scores or summary) for one release, reference and score, each
+    checked against the choices the attack offers."""
+    _check_choice(release, "release", ATTACK_RELEASES)
+    _check_choice(reference, "reference", ATTACK_REFERENCES)
+    _check_choice(score, "score", ATTACK_SCORES)
+    return table[
+        (table["release"] == release)
+        & (table["reference"] == reference)
+        & (table["score"] == score)
+    ]
 
 
 def _check_choice(value: object, name: str, allowed: tuple[str, ...]) -> None:
@@ -324,15 +363,25 @@ def _replicate_terms(members: np.ndarray, others: np.ndarray) -> tuple[float, np
     return float(member_placement.mean()), terms
 
 
-def _mean_standard_error(terms: np.ndarray, neighbours: bool) -> float:
-    """SE of the mean of per-replicate terms; with ``neighbours``, adjacent replicates
-    (cyclically) share one fit, and the lag-one autocovariance is added (never subtracted)."""
-    centred = terms - terms.mean()
-    variance = centred @ centred / (terms.size - 1)
+def _mean_standard_error(terms: np.ndarray, neighbours: bool) -> float | np.ndarray:
+    r"""SE of the mean of per-replicate terms (along the last axis).
+
+    With ``neighbours``, adjacent replicates (cyclically) share one fit, so the terms are
+    one-dependent and the variance of their mean is :math:`(\gamma_0 + 2\gamma_1)/R`. Around
+    the sample mean, the sum of squares plus twice the sum of lag-one products has expectation
+    :math:`R(R - 3)` times that variance, so it is divided by :math:`R - 3`, not :math:`R - 1`
+    (at ``R = 10`` the latter understates the variance by a fifth). The result is never
+    below the independent value.
+    """
+    size = terms.shape[-1]
+    centred = terms - terms.mean(axis=-1, keepdims=True)
+    squares = (centred**2).sum(axis=-1)
+    variance = squares / (size - 1)
     if neighbours:
-        lag_one = centred @ np.roll(centred, -1) / (terms.size - 1)
-        variance += 2 * max(lag_one, 0.0)
-    return float(np.sqrt(variance / terms.size))
+        lag_one = (centred * np.roll(centred, -1, axis=-1)).sum(axis=-1)
+        variance = np.maximum((squares + 2 * lag_one) / (size - 3), variance)
+    standard_error = np.sqrt(variance / size)
+    return float(standard_error) if standard_error.ndim == 0 else standard_error
 
 
 def _true_positive_rates(members: np.ndarray, others: np.ndarray, rate: float) -> np.ndarray:
@@ -341,6 +390,17 @@ def _true_positive_rates(members: np.ndarray, others: np.ndarray, rate: float) -
     allowed = int(np.floor(rate * others.shape[-1] + 1e-9))
     threshold = -np.sort(-others, axis=-1)[..., allowed]  # the highest score left unflagged
     return (members > threshold[..., None]).mean(axis=-1)
+
+
+def _replicate_resamples(rng: np.random.Generator, replicates: int, neighbours: bool) -> np.ndarray:
+    """``(_BOOTSTRAP, replicates)`` indices of whole replicates drawn with replacement; with
+    ``neighbours``, in cyclic pairs ``(r, r + 1)`` (a block bootstrap), so that replicates
+    sharing a fit are drawn together and their dependence stays in the resamples."""
+    if not neighbours:
+        return rng.integers(0, replicates, size=(_BOOTSTRAP, replicates))
+    starts = rng.integers(0, replicates, size=(_BOOTSTRAP, -(-replicates // 2)))
+    pairs = (starts[..., None] + np.arange(2)) % replicates
+    return pairs.reshape(_BOOTSTRAP, -1)[:, :replicates]
 
 
 def _summarise(
@@ -352,7 +412,7 @@ def _summarise(
     others = scores[~member].reshape(replicates, -1)
     value, terms = _replicate_terms(members, others)
     row = {"auc": value, "auc_se": _mean_standard_error(terms, neighbours)}
-    resample = rng.integers(0, replicates, size=(_BOOTSTRAP, replicates))
+    resample = _replicate_resamples(rng, replicates, neighbours)
     for rate in FALSE_POSITIVE_RATES:
         column = f"tpr_{round(100 * rate)}"
         row[column] = float(_true_positive_rates(members.ravel(), others.ravel(), rate))
@@ -395,7 +455,7 @@ def generator_membership_attack(
         :data:`MIN_SHADOW_COHORT` patients (so that the influence rounds can act, as on the
         studies themselves) and leave at least 2 out.
     replicates : int, default 40
-        Shadow cohorts, at least 3.
+        Shadow cohorts, at least 4 (the shadow-cohort reference's SE needs four).
     rounding : int, default 1
         Significant figures of the released PK estimates (the fingerprint's is 1).
     seed : int, default 1
@@ -411,13 +471,13 @@ def generator_membership_attack(
     ------
     TypeError, ValueError
         An unknown study, a fraction outside (0, 1) or one leaving too few members or
-        non-members, fewer than 3 replicates, a rounding below 1, a negative seed.
+        non-members, fewer than 4 replicates, a rounding below 1, a negative seed.
     """
     data, roles = load_dataset(name)
     cohort_fraction = check_real(
         cohort_fraction, "cohort_fraction", low=0, high=1, low_open=True, high_open=True
     )
-    replicates = check_count(replicates, "replicates", minimum=3)
+    replicates = check_count(replicates, "replicates", minimum=4)
     rounding = check_count(rounding, "rounding")
     seed = check_count(seed, "seed", minimum=0)
     study = prepare_study(data, roles)
@@ -488,11 +548,12 @@ def generator_membership_attack(
     }
 
     # Every patient's random effects under every release, in one batch per release.
-    individual = {}
+    individual, modes_unfound = {}, 0
     for release, tables in releases.items():
-        eta, _ = empirical_bayes_estimates(
+        eta, found = empirical_bayes_estimates(
             study, tables["typical"], tables["omega"], tables["residual"], error=error
         )
+        modes_unfound += int((~found).sum())
         individual[release] = np.log(tables["typical"][parameters].to_numpy())[:, None] + eta
 
     candidate = np.where(np.isnan(fact_values), 0.0, fact_values)
@@ -581,6 +642,7 @@ def generator_membership_attack(
         random_effects=len(parameters),
         left_out=float(np.mean([fit.privacy.left_out.patients for fit, _ in runs])),
         unconverged=int(sum(not fit.pk.converged for fit, _ in runs)),
+        modes_unfound=modes_unfound,
         fit_problems=pd.Series(
             [problem for fit, _ in runs for problem in fit.pk.diagnostics], dtype=object
         ).value_counts(),

@@ -45,6 +45,24 @@ def simulate(
     return data, roles
 
 
+def fit_additive_iv_study(omega_sd, *, n, seed):
+    """The additive-error fit of a simulated one-compartment IV study: typical CL 1 and V 10,
+    both with between-subject SD ``omega_sd``, 100 at time 0, five samples to 24 h, additive
+    residual SD 0.3 and no proportional error."""
+    data, roles = simulate(
+        PkModel(route="iv"),
+        [1.0, 10.0],
+        [omega_sd, omega_sd],
+        n=n,
+        times=[0.5, 2, 6, 12, 24],
+        amount=100.0,
+        additive=0.3,
+        proportional=0.0,
+        seed=seed,
+    )
+    return fit_population(prepare_study(data, roles), error="additive")
+
+
 def test_recovers_a_simulated_oral_study():
     """A 50-patient study: typical values within 10 %, between-subject SDs within 25 %."""
     model = PkModel(route="oral")
@@ -92,19 +110,7 @@ def test_recovers_a_simulated_two_compartment_infusion_study():
 
 
 def test_additive_error_model_on_a_simulated_study():
-    model = PkModel(route="iv")
-    data, roles = simulate(
-        model,
-        [1.0, 10.0],
-        [0.25, 0.25],
-        n=40,
-        times=[0.5, 2, 6, 12, 24],
-        amount=100.0,
-        additive=0.3,
-        proportional=0.0,
-        seed=3,
-    )
-    fit = fit_population(prepare_study(data, roles), error="additive")
+    fit = fit_additive_iv_study(0.25, n=40, seed=3)
     assert list(fit.residual.index) == ["additive"]
     assert fit.residual["additive"] == pytest.approx(0.3, rel=0.15)
     np.testing.assert_allclose(fit.typical, [1.0, 10.0], rtol=0.10)
@@ -215,21 +221,9 @@ def test_standard_errors_agree_with_the_spread_over_replicates():
     """Simulation and re-estimation: 120 studies of 30 patients from known parameters; the
     root-mean-square SE (Hessian and sandwich) of each log estimate is within 20 % of the SD
     of the estimates over the replicates."""
-    model = PkModel(route="iv")
     estimates, hessian, sandwich = [], [], []
     for replicate in range(120):
-        data, roles = simulate(
-            model,
-            [1.0, 10.0],
-            [0.3, 0.3],
-            n=30,
-            times=[0.5, 2, 6, 12, 24],
-            amount=100.0,
-            additive=0.3,
-            proportional=0.0,
-            seed=1000 + replicate,
-        )
-        fit = fit_population(prepare_study(data, roles), error="additive")
+        fit = fit_additive_iv_study(0.3, n=30, seed=1000 + replicate)
         assert fit.converged
         estimates.append(np.log(fit.summary()["estimate"]))
         hessian.append(fit.summary()["rse_percent"] / 100)

@@ -337,3 +337,51 @@ def test_table_lookups_and_formatting(tables):
         tables.attendance_auc(7, 10, 0.0)
     with pytest.raises(ValueError, match="column"):
         tables.population_auc(12, 0.0, "auc")
+
+
+# --- Bad input found by calling the public functions with wrong types and sizes ----------------
+
+
+@pytest.mark.parametrize(
+    ("members", "others"),
+    [(["0.9", "0.4"], [0.1, 0.2]), ([0.9, 0.4], "12"), (np.array(["1", "2"]), [0.5])],
+)
+def test_auc_refuses_text_instead_of_parsing_it(members, others):
+    with pytest.raises(TypeError, match=r"members|others"):
+        auc(members, others)
+    with pytest.raises(TypeError, match=r"members|others"):
+        auc_standard_error(members, others)
+
+
+@pytest.mark.parametrize("paired", ["yes", 1, None])
+def test_auc_standard_error_paired_must_be_a_bool(paired):
+    with pytest.raises(TypeError, match="paired"):
+        auc_standard_error([0.9, 0.4, 0.3], [0.1, 0.2, 0.5], paired=paired)
+    assert auc_standard_error([0.9, 0.4, 0.3], [0.1, 0.2, 0.5], paired=np.bool_(True)) > 0
+
+
+@pytest.mark.parametrize(
+    ("patients", "visits", "correlation", "draws", "gib"),
+    [(10**6, 10**4, 0.5, 2, "186.3"), (10**6, 10**4, 0.0, 10**6, "558.8")],
+)
+def test_attendance_sizes_that_cannot_fit_are_refused_with_what_they_need(
+    patients, visits, correlation, draws, gib
+):
+    for attack in (attendance_attack, attendance_scores):
+        with pytest.raises(ValueError, match=rf"draws={draws} would need about {gib} GiB"):
+            attack(patients, visits, correlation, draws=draws, rng=1)
+
+
+def test_the_books_largest_attendance_setting_is_allowed():
+    # membership_tables' largest row: 100 patients, 60 visits, correlation 0.6, 1500 draws;
+    # and independent visits at a size the correlated simulation could never reach.
+    attack = attendance_attack(100, 60, 0.6, draws=1500, rng=1)
+    assert 0.5 < attack.without_floor <= 1
+    assert attendance_scores(10**6, 10**4, 0.0, draws=2, rng=1).member.shape == (2,)
+
+
+def test_a_negative_seed_is_refused_naming_the_argument():
+    with pytest.raises(ValueError, match="rng must be a non-negative integer seed, got -1"):
+        attendance_attack(10, 5, 0.0, draws=10, rng=-1)
+    with pytest.raises(ValueError, match="seed"):
+        membership_tables(seed=-1)

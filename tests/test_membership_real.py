@@ -29,6 +29,7 @@ from synpmx_lite.membership_real import (
     ATTACK_SCORES,
     _mean_standard_error,
     _patient_facts,
+    _replicate_resamples,
     _replicate_terms,
     _true_positive_rates,
 )
@@ -120,6 +121,31 @@ def test_neighbouring_replicates_that_move_together_widen_the_se():
     assert _mean_standard_error(alternating, True) == _mean_standard_error(alternating, False)
 
 
+def test_neighbour_se_is_unbiased_for_one_dependent_terms():
+    # Terms that share a draw with their cyclic neighbour (as replicates sharing a fit do):
+    # x_r = e_r + e_(r+1), so the mean of R of them has variance 4 / R exactly. The plain
+    # lag-one estimate divided by R - 1 falls short by (R - 3) / (R - 1); ours must not.
+    draws, size = 40000, 10
+    e = np.random.default_rng(8).standard_normal((draws, size))
+    terms = e + np.roll(e, -1, axis=1)
+    variance = _mean_standard_error(terms, neighbours=True) ** 2
+    error = variance.std() / np.sqrt(draws)
+    assert abs(variance.mean() - 4 / size) < 4 * error
+    independent = _mean_standard_error(terms, neighbours=False) ** 2
+    assert independent.mean() < 0.6 * 4 / size  # ignoring the sharing understates it
+
+
+def test_bootstrap_draws_neighbouring_replicates_together():
+    rng = np.random.default_rng(9)
+    for replicates in (10, 11):
+        pairs = _replicate_resamples(rng, replicates, neighbours=True)
+        assert pairs.shape[1] == replicates
+        follows = (pairs[:, 1::2] - pairs[:, 0:-1:2]) % replicates
+        assert (follows == 1).all()
+        single = _replicate_resamples(rng, replicates, neighbours=False)
+        assert ((single[:, 1::2] - single[:, 0:-1:2]) % replicates != 1).any()
+
+
 def test_true_positive_rates_agree_with_the_roc_curve():
     rng = np.random.default_rng(4)
     members, others = rng.normal(1, 1, 300), rng.normal(0, 1, 500)
@@ -164,6 +190,7 @@ def test_attack_scores_every_patient_of_every_replicate(attack):
     assert attack.summary[["auc", "tpr_1", "tpr_5"]].stack().between(0, 1).all()
     assert (attack.summary["auc_se"] > 0).all()
     assert attack.shares == 3 and attack.random_effects == 3
+    assert attack.modes_unfound == 0  # every candidate's random effects were found
 
 
 def test_attack_is_reproducible_from_its_seed(attack):

@@ -1,0 +1,183 @@
+"""Sphinx extension: the executed chapters follow the package, and rebuilds are identical.
+
+It does two things myst-nb's cached execution does not do for this book.
+
+**Re-execute the chapters when the package changes.** jupyter-cache keys each notebook on its
+own code cells, and Sphinx re-reads a page only when the page's source changes, so after an
+edit in ``synpmx_lite/`` alone the book would keep showing the old code's results. The
+extension hashes the files named by the ``execution_depends_on`` setting (folders are walked;
+``__pycache__``, compiled and hidden files are skipped). When the hash differs from the one the
+execution cache was filled under, it empties the cache; when it differs from the one the pages
+were last read under, it sends every page back to be read, so that every chapter executes
+again against the new code.
+
+**Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
+writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
+would pass without running it. A chapter whose execution failed is read again on every build.
+
+**Write the same files on every build.** Each chapter's executed notebook is offered for
+download; myst-nb gives its cells random ids, and an output without a text form of its own (a
+plotnine figure, a pandas Styler) shows the object's memory address. Cells are numbered
+instead, and the addresses dropped. And myst-nb copies its stylesheet only when a build ends,
+so the pages of a first build link it without the checksum Sphinx adds on later builds; it is
+copied when the build starts instead.
+
+**Ignore notebooks made from the chapters.** ``_config.yml`` keeps ``.ipynb`` files out of the
+sources, but the theme's launch buttons still open ``book/chapter.ipynb`` instead of
+``book/chapter.md`` when one lies beside the chapter; they are pointed back at the source, the
+file the repository holds.
+
+Load it from ``_config.yml``::
+
+    sphinx:
+      local_extensions:
+        book_execution: book/_ext
+      config:
+        execution_depends_on: [synpmx_lite]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import nbformat
+from myst_nb.sphinx_ import NbMetadataCollector
+from myst_nb.sphinx_ext import add_global_html_resources
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+# Stored in the execution cache's folder: the hash its notebooks were executed under.
+STAMP_NAME = "execution_depends_on.sha256"
+# Python's default repr of an object, "<module.Class object at 0x7f...>".
+_MEMORY_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def _source_files(path: Path) -> Iterator[Path]:
+    if path.is_file():
+        yield path
+        return
+    for file in path.rglob("*"):
+        parts = file.relative_to(path).parts
+        hidden = any(part.startswith(".") or part == "__pycache__" for part in parts)
+        if file.is_file() and not hidden and file.suffix not in {".pyc", ".pyo"}:
+            yield file
+
+
+def source_digest(paths: Iterable[Path], root: Path) -> str:
+    """SHA-256 of the files under ``paths``: their paths relative to ``root`` and contents.
+
+    Raises FileNotFoundError for a path that does not exist, so that a misspelt setting
+    cannot silently disable the re-execution.
+    """
+    digest = hashlib.sha256()
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"execution_depends_on: {path} does not exist")
+    files = sorted({file for path in paths for file in _source_files(path)})
+    for file in files:
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _digest(app: Sphinx) -> str:
+    root = Path(app.confdir)
+    return source_digest([root / path for path in app.config.execution_depends_on], root)
+
+
+def clear_stale_cache(app: Sphinx) -> None:
+    """Empty the execution cache if it was filled under other package sources."""
+    if not app.config.execution_depends_on:
+        return
+    digest = _digest(app)
+    cache = Path(app.env.mystnb_config.execution_cache_path)
+    stamp = cache / STAMP_NAME
+    if cache.exists() and (not stamp.exists() or stamp.read_text() != digest):
+        logger.info("[book_execution] package sources changed: emptying the execution cache")
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
+
+
+def pages_to_read_again(
+    app: Sphinx, env: BuildEnvironment, added: set, changed: set, removed: set
+) -> list[str]:
+    """Pages to read (and execute) again although their sources did not change.
+
+    Every page, if the pages were read under other package sources; otherwise each chapter
+    whose execution failed, so that the failure is reported, and fails the build, on every
+    build until it is mended (Sphinx would otherwise keep the failed page as read).
+    """
+    again = {
+        docname
+        for docname, data in NbMetadataCollector.get_doc_data(env).items()
+        if (data.get("exec_data") or {}).get("succeeded") is False
+    }
+    if app.config.execution_depends_on:
+        digest = _digest(app)
+        if getattr(env, "book_execution_digest", None) != digest:
+            # Kept in the pickled environment, which Sphinx discards when a build fails.
+            env.book_execution_digest = digest
+            again = env.found_docs
+    return sorted((again & env.found_docs) - removed)
+
+
+def steady_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Number the cells' ids and drop memory addresses from text outputs, in place."""
+    for index, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{index}"
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/plain" in data:
+                data["text/plain"] = _MEMORY_ADDRESS.sub(">", data["text/plain"])
+    return notebook
+
+
+def steady_executed_notebook(app: Sphinx, doctree: object) -> None:
+    """Rewrite the executed notebook myst-nb has just written for this page, if any."""
+    path = Path(app.env.mystnb_config.output_folder, *app.env.docname.split("/"))
+    path = path.with_name(path.name + ".ipynb")
+    if not path.exists():
+        return
+    notebook = steady_notebook(nbformat.read(path, as_version=4))
+    path.write_bytes(nbformat.writes(notebook).encode("utf-8"))
+
+
+def copy_mystnb_stylesheet(app: Sphinx) -> None:
+    """Copy myst-nb's stylesheet before the pages are written (myst-nb does it at the end)."""
+    if app.builder.format == "html":
+        Path(app.outdir, "_static").mkdir(parents=True, exist_ok=True)
+        add_global_html_resources(app, None)
+
+
+def launch_the_source(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object
+) -> None:
+    """Point the page's launch buttons at its source, not at a notebook made beside it."""
+    source = Path(app.env.doc2path(pagename, base=False))
+    if doctree is None or source.suffix == ".ipynb":
+        return
+    made = source.with_suffix(".ipynb").as_posix()
+    for group in context.get("header_buttons", []):
+        for button in group.get("buttons", []):
+            if button.get("url", "").endswith(made):
+                button["url"] = button["url"][: -len(made)] + source.as_posix()
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("execution_depends_on", [], "env", [list])
+    # After myst-nb (priority 500) has resolved the cache and output folders.
+    app.connect("builder-inited", clear_stale_cache, priority=900)
+    app.connect("env-get-outdated", pages_to_read_again)
+    app.connect("doctree-read", steady_executed_notebook)
+    app.connect("builder-inited", copy_mystnb_stylesheet)
+    # After sphinx-book-theme has made the launch buttons (priority 501).
+    app.connect("html-page-context", launch_the_source, priority=600)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

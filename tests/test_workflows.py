@@ -1,0 +1,219 @@
+"""The README's workflows, tried on a small book built with the project's own configuration.
+
+Each build test writes a scratch book (a one-cell chapter importing a scratch package) under
+the repository's ``_config.yml`` and ``book/_ext`` extension, and runs the README's build
+command on it, so the configuration is what is under test, not the chapters.
+"""
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import book_execution  # noqa: E402
+
+BIN = Path(sys.executable).parent
+HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def write_chapter(book: Path, *cells: str, title: str = "Chapter") -> Path:
+    body = "".join(f"\n```{{code-cell}} ipython3\n{cell}\n```\n" for cell in cells)
+    path = book / "book" / "chapter.md"
+    path.write_text(f"{HEADER}\n# {title}\n{body}")
+    return path
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A scratch book: the project's configuration, one chapter, one package ``scratchpkg``."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["sphinx"]["local_extensions"] = {"book_execution": str(ROOT / "book" / "_ext")}
+    config["sphinx"]["config"]["execution_depends_on"] = ["scratchpkg"]
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/chapter\n"
+    )
+    shutil.copytree(ROOT / "book" / "_static", tmp_path / "book" / "_static")
+    for bibfile in config["bibtex_bibfiles"]:
+        (tmp_path / bibfile).write_text("")
+    (tmp_path / "book" / "intro.md").write_text("# Scratch book\n\nIts one chapter.\n")
+    (tmp_path / "scratchpkg").mkdir()
+    (tmp_path / "scratchpkg" / "__init__.py").write_text("VALUE = 1\n")
+    write_chapter(tmp_path, "import scratchpkg\nprint(f'value={scratchpkg.VALUE}')")
+    return tmp_path
+
+
+def build(book: Path) -> subprocess.CompletedProcess:
+    """The README's build command (warnings are errors, every failing chapter reported)."""
+    return subprocess.run(
+        [BIN / "jupyter-book", "build", book, "-W", "-n", "--keep-going"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(book)},
+        check=False,
+    )
+
+
+def page(book: Path) -> str:
+    return (book / "_build" / "html" / "book" / "chapter.html").read_text()
+
+
+def static_links(html: str) -> list[str]:
+    return re.findall(r'_static/[^"]+', html)
+
+
+def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(book):
+    # The README's command, then an edit of the chapter, then the README's build command.
+    subprocess.run(
+        [BIN / "jupytext", "--to", "notebook", book / "book" / "chapter.md"],
+        check=True,
+        capture_output=True,
+    )
+    assert (book / "book" / "chapter.ipynb").exists()
+    write_chapter(book, "print('edited')")
+    result = build(book)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "edited" in page(book)
+    # The launch buttons open the chapter, the file the repository holds.
+    assert "lab/tree/book/chapter.md" in page(book)
+    assert "tree/book/chapter.ipynb" not in page(book)
+    ignored = subprocess.run(
+        ["git", "-C", ROOT, "check-ignore", "-q", "book/privacy_protections.ipynb"], check=False
+    )
+    assert ignored.returncode == 0, "generated notebooks must be ignored by git"
+
+
+def test_editing_the_package_re_executes_the_chapter(book):
+    first = build(book)
+    assert first.returncode == 0, first.stdout + first.stderr
+    cold_page = page(book)
+    assert "value=1" in cold_page
+    unchanged = build(book)
+    assert unchanged.returncode == 0
+    assert "Executing notebook" not in unchanged.stdout + unchanged.stderr
+    # A one-line edit of the package alone, the chapter untouched.
+    (book / "scratchpkg" / "__init__.py").write_text("VALUE = 2\n")
+    edited = build(book)
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert "Executing notebook" in edited.stdout + edited.stderr
+    assert "value=2" in page(book)
+    # The rewritten page links the same static files, with the same checksums, as the first.
+    assert static_links(page(book)) == static_links(cold_page)
+
+
+def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
+    write_chapter(book, "raise ZeroDivisionError('deliberately broken')")
+    result = build(book)
+    assert result.returncode != 0
+    report = book / "_build" / "html" / "reports" / "book" / "chapter.err.log"
+    traceback = re.sub(r"\x1b\[[0-9;]*m", "", report.read_text())  # IPython's colours
+    assert "ZeroDivisionError: deliberately broken" in traceback
+    assert str(report) in result.stdout + result.stderr
+    # Building again without mending it runs the chapter again, and fails again.
+    report.unlink()
+    again = build(book)
+    assert again.returncode != 0
+    assert report.exists()
+
+
+def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("A = 1\n")
+    (package / "data" / "table.csv").write_text("x\n1\n")
+
+    def digest():
+        return book_execution.source_digest([package], tmp_path)
+
+    before = digest()
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+    (package / ".swap").write_text("editor")
+    assert digest() == before
+    (package / "data" / "table.csv").write_text("x\n2\n")
+    changed_data = digest()
+    assert changed_data != before
+    (package / "data" / "table.csv").rename(package / "data" / "other.csv")
+    assert digest() != changed_data
+    with pytest.raises(FileNotFoundError, match="execution_depends_on"):
+        book_execution.source_digest([tmp_path / "missing"], tmp_path)
+
+
+def test_steady_notebook_numbers_cells_and_drops_memory_addresses():
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Title"),
+            nbformat.v4.new_code_cell(
+                "figure",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "display_data",
+                        data={
+                            "text/plain": "<plotnine.ggplot.ggplot object at 0x7f54c76d2990>",
+                            "image/png": "iVBORw0KGgo=",
+                        },
+                    )
+                ],
+            ),
+        ]
+    )
+    steady = book_execution.steady_notebook(notebook)
+    assert [cell.id for cell in steady.cells] == ["cell-0", "cell-1"]
+    output = steady.cells[1].outputs[0].data
+    assert output["text/plain"] == "<plotnine.ggplot.ggplot object>"
+    assert output["image/png"] == "iVBORw0KGgo="
+    nbformat.validate(steady)
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell defines and names it reads (IPython magics skipped)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
+    defined, read = set(), set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            (defined if isinstance(node.ctx, ast.Store) else read).add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            defined.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined.add(node.name)
+    return defined, read
+
+
+CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md") if p.read_text().startswith("---"))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_live_code_can_run_every_cell_a_reader_sees(chapter):
+    # Thebe runs only the cells on the page: a removed cell's definitions never reach it.
+    visible_names, removed_names, missing = set(), set(), []
+    for cell in jupytext.read(chapter).cells:
+        if cell.cell_type != "code":
+            continue
+        defined, read = _names(cell.source)
+        if "remove-cell" in cell.metadata.get("tags", []):
+            removed_names |= defined - visible_names
+            continue
+        missing += sorted((read & removed_names) - visible_names)
+        visible_names |= defined
+    assert not missing, f"defined only in removed cells: {missing} (tag them hide-cell)"
