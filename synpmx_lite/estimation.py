@@ -805,7 +805,7 @@ def importance_sampling_ofv(
     if not (np.all(np.isfinite(estimates)) and np.all(estimates > 0)):
         raise ValueError("fit's typical values, omega and residual error must be positive")
     draws = check_count(draws, "draws", minimum=10)
-    rng = check_rng(seed)
+    rng = check_rng(seed, "seed")
     with _thread_pools().limit(limits=1, user_api="blas"):
         problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error])
         names = list(fit.model.parameters)

@@ -276,7 +276,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         fingerprint, source = fit, None
     else:
         raise TypeError(f"fit must be a ModelFit or a Fingerprint, got {type(fit).__name__}")
-    rng = check_rng(seed)
+    rng = check_rng(seed, "seed")
     if not fingerprint.arms:
         raise ValueError("the fingerprint has no arm with enough patients to simulate")
     n = fingerprint.cohort_size

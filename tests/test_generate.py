@@ -161,3 +161,9 @@ def test_visits_only_in_periods_the_arm_is_dosed_in():
     observed = low[low["evid"] == 0]
     assert len(observed) and not (observed["time"] == 1.0).any()
     assert ((table["arm"] == "high") & (table["evid"] == 0) & (table["time"] == 1.0)).any()
+
+
+def test_a_negative_seed_is_refused_naming_the_argument():
+    fit = synpmx_model_estimate(*load_dataset("theo_sd"))
+    with pytest.raises(ValueError, match=r"^seed must be"):
+        synpmx_model_generate(fit, seed=-1)
