@@ -22,6 +22,8 @@ timed twice: with the BLAS's own thread count, and limited to one thread (thread
 which scikit-learn brings). On a machine shared by other work, OpenBLAS's worker threads
 spin while they wait and take the CPU from the main thread, so wall-clock medians there
 can be several times the CPU time; the load average is printed for that reason.
+``per_example_fil`` itself runs on one BLAS thread (scoped to the call), so its two rows
+agree; the comparison methods show what the default thread count costs.
 
 Peak memory at n = 30,162, d = 86 (the UCI Adult training set)
 is measured with ``tracemalloc`` (numpy reports its array buffers to it), so it counts the
