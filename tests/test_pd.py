@@ -263,3 +263,19 @@ def test_the_across_studies_table_holds_the_pd_models():
     # Warfarin: three PK variances and the pca baseline's; wbcSim: its baseline's alone.
     assert list(table["random_effects"]) == [4, 1]
     assert (table[["P1", "P2", "P3", "P4"]] == "pass").all().all()
+
+
+def test_p4_fails_on_a_pd_model_of_an_endpoint_two_patients_have():
+    data, roles = load_dataset("warfarin")
+    ids = data["id"].unique()[:2]
+    rare = data[data["id"].isin(ids) & (data["dvid"] == "pca") & (data["evid"] == 0)]
+    with_rare = pd.concat([data, rare.assign(dvid="rare")]).sort_values(
+        ["id", "time"], kind="stable"
+    )
+    fit = synpmx_model_estimate(with_rare.reset_index(drop=True), roles)
+    assert "rare" not in fit.pd  # under the threshold: never fitted
+    release = json.loads(model_fingerprint(fit).to_json())
+    release["pd"]["rare"] = release["pd"]["pca"]
+    row = _judged(fit, release).loc["P4"]
+    assert row["verdict"] == "FAIL", row["result"]
+    assert "rare: patients behind its PD model: 2" in row["result"]
