@@ -1,6 +1,7 @@
 """PD endpoints: the model, its fit, the leave-one-out refits, the second bar and the release."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -279,3 +280,18 @@ def test_p4_fails_on_a_pd_model_of_an_endpoint_two_patients_have():
     row = _judged(fit, release).loc["P4"]
     assert row["verdict"] == "FAIL", row["result"]
     assert "rare: patients behind its PD model: 2" in row["result"]
+
+
+@pytest.mark.parametrize(
+    "shape, parameters, time, error, words",
+    [
+        ("slope", None, [1.0], TypeError, "parameters"),
+        ("slope", {"slope": "0.1"}, [1.0], TypeError, "parameters['slope']"),
+        ("nadir", {"depth": -0.5, "nadir_time": 0.0}, [1.0], ValueError, "nadir_time"),
+        ("slope", {"slope": 0.1}, ["1"], TypeError, "time"),
+        ("slope", {"slope": 0.1}, [np.nan], ValueError, "time"),
+    ],
+)
+def test_pd_response_names_the_bad_argument(shape, parameters, time, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        pd_response(shape, parameters, time)
