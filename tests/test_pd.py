@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from synpmx_lite.cases import constructed_warfarin_cases
+from synpmx_lite.estimation import FitWarning
 from synpmx_lite.fingerprint import (
     model_fingerprint,
     model_privacy_checks,
@@ -295,3 +296,13 @@ def test_p4_fails_on_a_pd_model_of_an_endpoint_two_patients_have():
 def test_pd_response_names_the_bad_argument(shape, parameters, time, error, words):
     with pytest.raises(error, match=re.escape(words)):
         pd_response(shape, parameters, time)
+
+
+def test_influence_of_refits_that_did_not_converge_is_flagged():
+    fit, refits = _fake_fit(np.linspace(0.009, 0.011, 10), 0.01)
+    with pytest.raises(ValueError, match="refits lacks"):
+        pd_influence_moves(fit, refits.drop(columns="slope"))
+    with pytest.raises(ValueError, match="fail"):
+        pd_influence_moves(fit, refits, review=15.0, fail=10.0)
+    with pytest.warns(FitWarning, match="1 leave-one-out refit"):
+        pd_influence_moves(fit, refits.assign(converged=np.arange(10) > 0))
