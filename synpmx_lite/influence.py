@@ -196,9 +196,7 @@ def pd_influence_moves(
         raise ValueError(f"refits must be a DataFrame with one row per patient ({fit.n_patients})")
     review = check_real(review, "review", low=0, low_open=True)
     fail = check_real(fail, "fail", low=review)
-    missing = [name for name in fit.estimates() if name not in refits.columns]
-    if missing:
-        raise ValueError(f"refits lacks the columns {missing} (see pd_loo_refits)")
+    _check_refit_columns(fit, refits)
     if "converged" in refits.columns and not refits["converged"].all():
         unsettled = int((~refits["converged"].astype(bool)).sum())
         warnings.warn(
@@ -249,6 +247,7 @@ def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
     n = fit.n_patients
     if not isinstance(refits, pd.DataFrame) or len(refits) != n:
         raise ValueError(f"refits must be a DataFrame with one row per patient ({n})")
+    _check_refit_columns(fit, refits)
     m = n - 1
     columns = {}
     for name in PD_SHAPES[fit.shape]:
@@ -267,6 +266,15 @@ def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
             se > 0, change / np.where(se > 0, se, 1.0), np.inf
         )
     return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
+def _check_refit_columns(fit: PdFit, refits: pd.DataFrame) -> None:
+    missing = [name for name in fit.estimates() if name not in refits.columns]
+    if missing:
+        raise ValueError(f"refits lacks the columns {missing} (see pd_loo_refits)")
+    values = refits[list(fit.estimates())].to_numpy(float)
+    if not np.isfinite(values).all():
+        raise ValueError("refits must be finite: a NaN move would read as no move")
 
 
 def verdict(move: float, review: float, fail: float) -> str:

@@ -16,7 +16,7 @@ from synpmx_lite.fingerprint import (
     synpmx_model_estimate,
 )
 from synpmx_lite.generate import synpmx_model_generate
-from synpmx_lite.influence import pd_influence_moves
+from synpmx_lite.influence import pd_influence_moves, pd_shape_moves
 from synpmx_lite.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from synpmx_lite.release import Fingerprint
 from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
@@ -306,3 +306,11 @@ def test_influence_of_refits_that_did_not_converge_is_flagged():
         pd_influence_moves(fit, refits, review=15.0, fail=10.0)
     with pytest.warns(FitWarning, match="1 leave-one-out refit"):
         pd_influence_moves(fit, refits.assign(converged=np.arange(10) > 0))
+
+
+def test_shape_moves_refuse_refits_without_a_parameter_or_with_nan():
+    fit, refits = _fake_fit(np.linspace(0.009, 0.011, 10), 0.01)
+    with pytest.raises(ValueError, match="refits lacks"):
+        pd_shape_moves(fit, refits.drop(columns="slope"))
+    with pytest.raises(ValueError, match="finite"):
+        pd_influence_moves(fit, refits.assign(slope=np.r_[np.nan, refits["slope"][1:]]))
