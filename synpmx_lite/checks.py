@@ -654,9 +654,9 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
 
     A planned dose stands for the patients of its arm who got a dose at that place
     (period and index), the visits of a period for the patients observed in it and, ranked by
-    attendance, for the patients of the least attended of them, an endpoint for the patients
-    who have it: each is a group, and a second dosing period, or a fifth visit, that one
-    patient had would give that patient away as surely as a count of one. A released arm is
+    attendance, for the patients of the least attended of them, an endpoint or a PD model for
+    the patients who have it: each is a group, and a second dosing period, or a fifth visit,
+    that one patient had would give that patient away as surely as a count of one. A released arm is
     matched to the source arms of its size; where several have that size the check cannot
     tell them apart and counts the arm among them with the most patients at that place.
     """
@@ -696,6 +696,13 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
             ranked = np.sort(reached.get(period, pd.Series(dtype=int)).to_numpy())[::-1]
             last = int(ranked[released_visits - 1]) if released_visits <= ranked.size else 0
             groups.append((f"{name}: patients at visit {released_visits} of period {period}", last))
+    # A PD model stands for the patients with its endpoint, whether or not the endpoint's
+    # visits are released beside it.
+    released_endpoints = set(map(str, _mapping(released.get("endpoints"))))
+    for name in _mapping(released.get("pd")):
+        if str(name) not in released_endpoints:
+            rows = observations[observations["endpoint"].astype(str) == str(name)]
+            groups.append((f"{name}: patients behind its PD model", rows["patient"].nunique()))
     return groups
 
 

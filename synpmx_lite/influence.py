@@ -18,12 +18,14 @@ analysis. In: Theory of Cryptography Conference (TCC). 2006.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .estimation import PopulationFit
+from ._validation import check_real
+from .estimation import FitWarning, PopulationFit
 from .pd import PD_SHAPES, PdFit
 from .protections import TRIM, trimmed_moments
 
@@ -181,11 +183,28 @@ def pd_influence_moves(
           30 % and two SEs. :math:`\mathrm{SE}_{-i}` is the jackknife standard error of the
           refits without each of the *other* patients (the patient's own refit left out of
           it).
+
+    Warns
+    -----
+    FitWarning
+        When a refit did not converge (its ``converged`` column False): its moves may
+        understate that patient's influence.
     """
     if not isinstance(fit, PdFit):
         raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
     if not isinstance(refits, pd.DataFrame) or len(refits) != fit.n_patients:
         raise ValueError(f"refits must be a DataFrame with one row per patient ({fit.n_patients})")
+    review = check_real(review, "review", low=0, low_open=True)
+    fail = check_real(fail, "fail", low=review)
+    _check_refit_columns(fit, refits)
+    if "converged" in refits.columns and not refits["converged"].all():
+        unsettled = int((~refits["converged"].astype(bool)).sum())
+        warnings.warn(
+            f"{unsettled} leave-one-out refit(s) of the PD model of {fit.endpoint!r} did not "
+            "converge: the moves read from them may understate those patients' influence",
+            FitWarning,
+            stacklevel=2,
+        )
     label = fit.endpoint
     baseline, spread = fit.baseline, fit.baseline_sd
     loo_baseline = refits["baseline"].to_numpy(float)
@@ -228,6 +247,7 @@ def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
     n = fit.n_patients
     if not isinstance(refits, pd.DataFrame) or len(refits) != n:
         raise ValueError(f"refits must be a DataFrame with one row per patient ({n})")
+    _check_refit_columns(fit, refits)
     m = n - 1
     columns = {}
     for name in PD_SHAPES[fit.shape]:
@@ -246,6 +266,15 @@ def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
             se > 0, change / np.where(se > 0, se, 1.0), np.inf
         )
     return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
+def _check_refit_columns(fit: PdFit, refits: pd.DataFrame) -> None:
+    missing = [name for name in fit.estimates() if name not in refits.columns]
+    if missing:
+        raise ValueError(f"refits lacks the columns {missing} (see pd_loo_refits)")
+    values = refits[list(fit.estimates())].to_numpy(float)
+    if not np.isfinite(values).all():
+        raise ValueError("refits must be finite: a NaN move would read as no move")
 
 
 def verdict(move: float, review: float, fail: float) -> str:

@@ -47,11 +47,13 @@ The seed's generator describes the PD shapes only as "a slope, or a plateau and 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ._validation import check_array, check_real
 from .estimation import FitWarning
 from .study import StudyEvents
 
@@ -97,10 +99,17 @@ def pd_response(shape: str, parameters: dict, time: object) -> np.ndarray:
     """
     if shape not in PD_SHAPES:
         raise ValueError(f"shape must be one of {sorted(PD_SHAPES)}, got {shape!r}")
+    if not isinstance(parameters, Mapping):
+        raise TypeError(f"parameters must be a mapping of name to value, got {parameters!r}")
     missing = [name for name in PD_SHAPES[shape] if name not in parameters]
     if missing:
         raise ValueError(f"parameters lacks {missing} for the {shape} shape")
-    t = np.asarray(time, dtype=float)
+    parameters = {
+        name: check_real(parameters[name], f"parameters[{name!r}]") for name in PD_SHAPES[shape]
+    }
+    if shape == "nadir" and parameters["nadir_time"] <= 0:
+        raise ValueError(f"parameters['nadir_time'] must be positive, got {parameters}")
+    t = check_array(time, "time")
     if shape == "slope":
         return 1 + parameters["slope"] * t
     if shape == "nadir":

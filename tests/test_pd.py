@@ -1,12 +1,14 @@
 """PD endpoints: the model, its fit, the leave-one-out refits, the second bar and the release."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from synpmx_lite.cases import constructed_warfarin_cases
+from synpmx_lite.estimation import FitWarning
 from synpmx_lite.fingerprint import (
     model_fingerprint,
     model_privacy_checks,
@@ -14,7 +16,7 @@ from synpmx_lite.fingerprint import (
     synpmx_model_estimate,
 )
 from synpmx_lite.generate import synpmx_model_generate
-from synpmx_lite.influence import pd_influence_moves
+from synpmx_lite.influence import pd_influence_moves, pd_shape_moves
 from synpmx_lite.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from synpmx_lite.release import Fingerprint
 from synpmx_lite.study import load_dataset, pmx_roles, prepare_study
@@ -263,3 +265,52 @@ def test_the_across_studies_table_holds_the_pd_models():
     # Warfarin: three PK variances and the pca baseline's; wbcSim: its baseline's alone.
     assert list(table["random_effects"]) == [4, 1]
     assert (table[["P1", "P2", "P3", "P4"]] == "pass").all().all()
+
+
+def test_p4_fails_on_a_pd_model_of_an_endpoint_two_patients_have():
+    data, roles = load_dataset("warfarin")
+    ids = data["id"].unique()[:2]
+    rare = data[data["id"].isin(ids) & (data["dvid"] == "pca") & (data["evid"] == 0)]
+    with_rare = pd.concat([data, rare.assign(dvid="rare")]).sort_values(
+        ["id", "time"], kind="stable"
+    )
+    fit = synpmx_model_estimate(with_rare.reset_index(drop=True), roles)
+    assert "rare" not in fit.pd  # under the threshold: never fitted
+    release = json.loads(model_fingerprint(fit).to_json())
+    release["pd"]["rare"] = release["pd"]["pca"]
+    row = _judged(fit, release).loc["P4"]
+    assert row["verdict"] == "FAIL", row["result"]
+    assert "rare: patients behind its PD model: 2" in row["result"]
+
+
+@pytest.mark.parametrize(
+    "shape, parameters, time, error, words",
+    [
+        ("slope", None, [1.0], TypeError, "parameters"),
+        ("slope", {"slope": "0.1"}, [1.0], TypeError, "parameters['slope']"),
+        ("nadir", {"depth": -0.5, "nadir_time": 0.0}, [1.0], ValueError, "nadir_time"),
+        ("slope", {"slope": 0.1}, ["1"], TypeError, "time"),
+        ("slope", {"slope": 0.1}, [np.nan], ValueError, "time"),
+    ],
+)
+def test_pd_response_names_the_bad_argument(shape, parameters, time, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        pd_response(shape, parameters, time)
+
+
+def test_influence_of_refits_that_did_not_converge_is_flagged():
+    fit, refits = _fake_fit(np.linspace(0.009, 0.011, 10), 0.01)
+    with pytest.raises(ValueError, match="refits lacks"):
+        pd_influence_moves(fit, refits.drop(columns="slope"))
+    with pytest.raises(ValueError, match="fail"):
+        pd_influence_moves(fit, refits, review=15.0, fail=10.0)
+    with pytest.warns(FitWarning, match="1 leave-one-out refit"):
+        pd_influence_moves(fit, refits.assign(converged=np.arange(10) > 0))
+
+
+def test_shape_moves_refuse_refits_without_a_parameter_or_with_nan():
+    fit, refits = _fake_fit(np.linspace(0.009, 0.011, 10), 0.01)
+    with pytest.raises(ValueError, match="refits lacks"):
+        pd_shape_moves(fit, refits.drop(columns="slope"))
+    with pytest.raises(ValueError, match="finite"):
+        pd_influence_moves(fit, refits.assign(slope=np.r_[np.nan, refits["slope"][1:]]))
