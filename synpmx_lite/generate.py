@@ -117,6 +117,31 @@ def _open_visits(name, fingerprint, n, dose_time, dose_amount, dose_period, rng)
     return times, periods, first_dose, dosed, attended
 
 
+def _observation_rows(
+    name: str,
+    ids: np.ndarray,
+    periods: np.ndarray,
+    times: np.ndarray,
+    values: np.ndarray,
+    attended: np.ndarray,
+) -> pd.DataFrame:
+    """Event rows of one endpoint's observations at the (patient, visit) cells attended."""
+    patient, visit = np.nonzero(attended)
+    return pd.DataFrame(
+        {
+            "id": ids[patient],
+            "period": periods[patient, visit],
+            "time": times[patient, visit],
+            "amt": 0.0,
+            "dv": values[patient, visit],
+            "evid": 0,
+            "rate": 0.0,
+            "patient": patient,
+            "dvid": name,
+        }
+    )
+
+
 def _graded_observations(
     name: str,
     levels: list,
@@ -137,20 +162,7 @@ def _graded_observations(
     values = np.array([level for level, _ in levels], dtype=float)
     frequency = np.array([f for _, f in levels], dtype=float)
     drawn = values[rng.choice(values.size, size=times.shape, p=frequency / frequency.sum())]
-    patient, visit = np.nonzero(attended)
-    return pd.DataFrame(
-        {
-            "id": ids[patient],
-            "period": periods[patient, visit],
-            "time": times[patient, visit],
-            "amt": 0.0,
-            "dv": drawn[patient, visit],
-            "evid": 0,
-            "rate": 0.0,
-            "patient": patient,
-            "dvid": name,
-        }
-    )
+    return _observation_rows(name, ids, periods, times, drawn, attended)
 
 
 def _pd_observations(
@@ -174,20 +186,7 @@ def _pd_observations(
     since = np.where(dosed, times - np.where(dosed, first_dose, 0.0), 0.0)
     values = baseline * pd_response(model["shape"], model["parameters"], since)
     values = values + model["residual"] * rng.standard_normal(values.shape)
-    patient, visit = np.nonzero(attended)
-    return pd.DataFrame(
-        {
-            "id": ids[patient],
-            "period": periods[patient, visit],
-            "time": times[patient, visit],
-            "amt": 0.0,
-            "dv": values[patient, visit],
-            "evid": 0,
-            "rate": 0.0,
-            "patient": patient,
-            "dvid": name,
-        }
-    )
+    return _observation_rows(name, ids, periods, times, values, attended)
 
 
 def _pk_observations(
@@ -234,20 +233,7 @@ def _pk_observations(
         if endpoint["loq"] is not None:
             dv = np.where(dv < endpoint["loq"], 0.0, dv)
 
-    patient_obs, visit = np.nonzero(attended)
-    return pd.DataFrame(
-        {
-            "id": ids[patient_obs],
-            "period": periods[patient_obs, visit],
-            "time": times[patient_obs, visit],
-            "amt": 0.0,
-            "dv": dv[patient_obs, visit],
-            "evid": 0,
-            "rate": 0.0,
-            "patient": patient_obs,
-            "dvid": fingerprint.pk_endpoint,
-        }
-    )
+    return _observation_rows(fingerprint.pk_endpoint, ids, periods, times, dv, attended)
 
 
 def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -> pd.DataFrame:
