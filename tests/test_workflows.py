@@ -186,6 +186,31 @@ def test_steady_notebook_numbers_cells_and_drops_memory_addresses():
     nbformat.validate(steady)
 
 
+def test_steady_notebook_merges_a_cells_prints_however_the_kernel_flushed_them():
+    # Found in review: two cold builds split one cell's two prints differently.
+    pieces = [
+        nbformat.v4.new_output("stream", name="stdout", text=text)
+        for text in ("merged: withheld\n", "categories released: ['sex']\n")
+    ]
+    whole = nbformat.v4.new_output(
+        "stream", name="stdout", text="merged: withheld\ncategories released: ['sex']\n"
+    )
+    split, joined = (
+        book_execution.steady_notebook(
+            nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=outputs)])
+        )
+        for outputs in (pieces, [whole])
+    )
+    assert split == joined
+    assert len(split.cells[0].outputs) == 1
+    nbformat.validate(split)
+
+
+def test_pages_merge_a_cells_prints_as_the_downloaded_notebooks_do():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["nb_merge_streams"] is True
+
+
 def _names(source: str) -> tuple[set[str], set[str]]:
     """Names a cell defines and names it reads (IPython magics skipped)."""
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))

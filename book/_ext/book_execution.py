@@ -16,11 +16,13 @@ writes a failing chapter's report), Sphinx keeps a failed chapter as read, and t
 would pass without running it. A chapter whose execution failed is read again on every build.
 
 **Write the same files on every build.** Each chapter's executed notebook is offered for
-download; myst-nb gives its cells random ids, and an output without a text form of its own (a
-plotnine figure, a pandas Styler) shows the object's memory address. Cells are numbered
-instead, and the addresses dropped. And myst-nb copies its stylesheet only when a build ends,
-so the pages of a first build link it without the checksum Sphinx adds on later builds; it is
-copied when the build starts instead.
+download; myst-nb gives its cells random ids, an output without a text form of its own (a
+plotnine figure, a pandas Styler) shows the object's memory address, and a cell's printed text
+comes in as many pieces as the kernel happened to flush. Cells are numbered instead, the
+addresses dropped, and the pieces merged as the pages merge them (``nb_merge_streams``).
+And myst-nb copies its stylesheet only when a build ends, so the pages of a first build link
+it without the checksum Sphinx adds on later builds; it is copied when the build starts
+instead.
 
 **Ignore notebooks made from the chapters.** ``_config.yml`` keeps ``.ipynb`` files out of the
 sources, but the theme's launch buttons still open ``book/chapter.ipynb`` instead of
@@ -45,6 +47,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import nbformat
+from myst_nb.core.utils import coalesce_streams
 from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
@@ -130,9 +133,15 @@ def pages_to_read_again(
 
 
 def steady_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Number the cells' ids and drop memory addresses from text outputs, in place."""
+    """Number the cells' ids, merge each cell's prints and drop memory addresses, in place.
+
+    The prints are merged as the pages show them (``nb_merge_streams``): the kernel splits a
+    cell's printed text where it happens to flush, differently from one run to the next.
+    """
     for index, cell in enumerate(notebook.cells):
         cell.id = f"cell-{index}"
+        if "outputs" in cell:
+            cell.outputs = coalesce_streams(cell.outputs)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if "text/plain" in data:
