@@ -122,6 +122,20 @@ def test_editing_the_package_re_executes_the_chapter(book):
     assert static_links(page(book)) == static_links(cold_page)
 
 
+def test_a_chapter_read_from_the_cache_is_downloaded_with_its_outputs(book):
+    # Found in review: after a prose edit (the code unchanged, so the cache answers), the
+    # executed notebook offered for download had lost every output.
+    assert build(book).returncode == 0
+    chapter = book / "book" / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("# Chapter", "# Chapter, retitled"))
+    again = build(book)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Using cached notebook" in again.stdout + again.stderr
+    for folder in ("jupyter_execute", "html/_sources"):
+        notebook = nbformat.read(book / "_build" / folder / "book" / "chapter.ipynb", 4)
+        assert notebook.cells[1].outputs[0].text == "value=1\n"
+
+
 def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
     write_chapter(book, "raise ZeroDivisionError('deliberately broken')")
     result = build(book)

@@ -47,6 +47,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import nbformat
+from jupyter_cache import get_cache
 from myst_nb.core.utils import coalesce_streams
 from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
@@ -155,8 +156,24 @@ def steady_executed_notebook(app: Sphinx, doctree: object) -> None:
     path = path.with_name(path.name + ".ipynb")
     if not path.exists():
         return
-    notebook = steady_notebook(nbformat.read(path, as_version=4))
-    path.write_bytes(nbformat.writes(notebook).encode("utf-8"))
+    notebook = _with_cached_outputs(app, nbformat.read(path, as_version=4))
+    path.write_bytes(nbformat.writes(steady_notebook(notebook)).encode("utf-8"))
+
+
+def _with_cached_outputs(app: Sphinx, notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook with its outputs from the execution cache, if it holds them.
+
+    A page read again from the cache (its code unchanged) is rendered from the cached
+    outputs, but myst-nb 1.4 writes the notebook it was given, without them, for download.
+    """
+    config = app.env.mystnb_config
+    if config.execution_mode != "cache":
+        return notebook
+    try:
+        _, merged = get_cache(config.execution_cache_path).merge_match_into_notebook(notebook)
+    except KeyError:  # not in the cache: its execution failed, or it has no code
+        return notebook
+    return merged
 
 
 def copy_mystnb_stylesheet(app: Sphinx) -> None:
