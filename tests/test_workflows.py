@@ -122,18 +122,23 @@ def test_editing_the_package_re_executes_the_chapter(book):
     assert static_links(page(book)) == static_links(cold_page)
 
 
-def test_a_chapter_read_from_the_cache_is_downloaded_with_its_outputs(book):
-    # Found in review: after a prose edit (the code unchanged, so the cache answers), the
-    # executed notebook offered for download had lost every output.
+def test_a_chapter_read_from_the_cache_is_downloaded_as_when_it_executed(book):
+    # Found in review: after a rebuild that read a chapter again from the cache (a prose edit,
+    # a configuration change), the executed notebook offered for download had no outputs.
+    write_chapter(
+        book, "from myst_nb import glue\nglue('value', 1, display=False)\nprint('value=1')"
+    )
     assert build(book).returncode == 0
+    folders = [book / "_build" / folder / "book" for folder in ("jupyter_execute", "html/_sources")]
+    executed = [(folder / "chapter.ipynb").read_bytes() for folder in folders]
     chapter = book / "book" / "chapter.md"
-    chapter.write_text(chapter.read_text().replace("# Chapter", "# Chapter, retitled"))
+    later = chapter.stat().st_mtime + 10
+    os.utime(chapter, (later, later))  # read again, its code unchanged
     again = build(book)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "Using cached notebook" in again.stdout + again.stderr
-    for folder in ("jupyter_execute", "html/_sources"):
-        notebook = nbformat.read(book / "_build" / folder / "book" / "chapter.ipynb", 4)
-        assert notebook.cells[1].outputs[0].text == "value=1\n"
+    assert [(folder / "chapter.ipynb").read_bytes() for folder in folders] == executed
+    assert nbformat.reads(executed[0], 4).cells[1].outputs[0].text == "value=1\n"
 
 
 def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):

@@ -49,6 +49,7 @@ from pathlib import Path
 import nbformat
 from jupyter_cache import get_cache
 from myst_nb.core.utils import coalesce_streams
+from myst_nb.ext.glue import extract_glue_data_cell
 from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
@@ -165,6 +166,7 @@ def _with_cached_outputs(app: Sphinx, notebook: nbformat.NotebookNode) -> nbform
 
     A page read again from the cache (its code unchanged) is rendered from the cached
     outputs, but myst-nb 1.4 writes the notebook it was given, without them, for download.
+    The glued values are taken out of the outputs, as myst-nb does after executing a page.
     """
     config = app.env.mystnb_config
     if config.execution_mode != "cache":
@@ -173,6 +175,9 @@ def _with_cached_outputs(app: Sphinx, notebook: nbformat.NotebookNode) -> nbform
         _, merged = get_cache(config.execution_cache_path).merge_match_into_notebook(notebook)
     except KeyError:  # not in the cache: its execution failed, or it has no code
         return notebook
+    for cell in merged.cells:
+        if cell.cell_type == "code":
+            extract_glue_data_cell(cell)
     return merged
 
 
