@@ -154,6 +154,11 @@ def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
     again = build(book)
     assert again.returncode != 0
     assert report.exists()
+    # Mended, the chapter's report goes: what reports/ holds is this build's failures.
+    write_chapter(book, "print('mended')")
+    mended = build(book)
+    assert mended.returncode == 0, mended.stdout + mended.stderr
+    assert not report.exists()
 
 
 def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):

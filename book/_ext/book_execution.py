@@ -188,6 +188,16 @@ def copy_mystnb_stylesheet(app: Sphinx) -> None:
         add_global_html_resources(app, None)
 
 
+def clear_old_reports(app: Sphinx) -> None:
+    """Remove the execution reports of earlier builds.
+
+    Every chapter whose execution failed runs again on every build and writes its report
+    again, so what is left in ``reports/`` is the reports of this build: a mended chapter's
+    report would otherwise stay beside a passing build.
+    """
+    shutil.rmtree(Path(app.outdir, "reports"), ignore_errors=True)
+
+
 def launch_the_source(
     app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object
 ) -> None:
@@ -209,6 +219,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", pages_to_read_again)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
+    app.connect("builder-inited", clear_old_reports)
     # After sphinx-book-theme has made the launch buttons (priority 501).
     app.connect("html-page-context", launch_the_source, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
