@@ -45,12 +45,21 @@ def check_real(
 def check_array(value: object, name: str, *, ndim: int | None = None) -> np.ndarray:
     """Return ``value`` as a finite float array, optionally of a given dimension.
 
-    Text is refused rather than parsed: ``["1", "2"]`` is a TypeError, not ``[1.0, 2.0]``.
+    Text is refused rather than parsed: ``["1", "2"]`` is a TypeError, not ``[1.0, 2.0]``;
+    so are None, complex numbers, dates and durations, which numpy would turn into NaN, a
+    real part or a count of days or seconds.
     """
+    if value is None:
+        raise TypeError(f"{name} must be numeric, got None")
     if _holds_text(value):
         raise TypeError(f"{name} must be numeric, got text")
+    kind = _dtype_kind(value)
+    if kind is not None and kind in "cmM":
+        raise TypeError(f"{name} must be real numbers, got {np.asarray(value).dtype}")
     try:
         array = np.asarray(value, dtype=float)
+    except OverflowError as error:
+        raise ValueError(f"{name} holds a number too large for a float") from error
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be numeric, got {type(value).__name__}") from error
     if ndim is not None and array.ndim != ndim:
@@ -62,12 +71,19 @@ def check_array(value: object, name: str, *, ndim: int | None = None) -> np.ndar
     return array
 
 
+def _dtype_kind(value: object) -> str | None:
+    """numpy's kind of the array ``value`` makes, or None if it makes none (ragged nesting)."""
+    try:
+        return np.asarray(value).dtype.kind
+    except (TypeError, ValueError):  # the float conversion reports it
+        return None
+
+
 def _holds_text(value: object) -> bool:
     if isinstance(value, str | bytes):
         return True
-    try:
-        kind = np.asarray(value).dtype.kind
-    except (TypeError, ValueError):  # ragged nesting: the float conversion reports it
+    kind = _dtype_kind(value)
+    if kind is None:
         return False
     if kind == "O":
         return any(isinstance(item, str | bytes) for item in np.asarray(value).flat)

@@ -141,6 +141,14 @@ def test_estimate_bad_input():
         model_fingerprint(data)
 
 
+def test_checks_refuse_a_release_that_is_not_a_fingerprint(small_fit):
+    # Found in review: a JSON list failed deep inside the checks.
+    with pytest.raises(ValueError, match=r"^released must be a fingerprint's JSON object, got a"):
+        model_privacy_checks(small_fit, released="[]")
+    with pytest.raises(ValueError, match=r"^released is not JSON"):
+        model_privacy_checks(small_fit, released="{not json")
+
+
 # --- The three constructed warfarin cases -----------------------------------------------------
 
 

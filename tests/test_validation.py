@@ -62,6 +62,23 @@ def test_check_array_still_takes_numbers_in_any_container():
         check_array([1.0, None], "x")  # None is NaN to numpy
 
 
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        # Found in review: None read as NaN, dates and durations as their counts of days or
+        # seconds, a complex number as "got list", and a huge integer as an OverflowError.
+        (None, TypeError, r"^x must be numeric, got None"),
+        (np.array(["2020-01-01"], dtype="datetime64[D]"), TypeError, r"^x must be real numbers"),
+        (pd.Series(pd.to_timedelta([1, 2], unit="h")), TypeError, r"^x must be real numbers"),
+        ([1.0, 2 + 1j], TypeError, r"^x must be real numbers, got complex"),
+        ([1.0, 10**400], ValueError, r"^x holds a number too large for a float"),
+    ],
+)
+def test_check_array_refuses_what_is_not_real_numbers(value, error, message):
+    with pytest.raises(error, match=message):
+        check_array(value, "x")
+
+
 @pytest.mark.parametrize("flag", [True, False, np.True_])
 def test_check_flag_takes_booleans(flag):
     assert check_flag(flag, "paired") is bool(flag)

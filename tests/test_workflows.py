@@ -122,6 +122,25 @@ def test_editing_the_package_re_executes_the_chapter(book):
     assert static_links(page(book)) == static_links(cold_page)
 
 
+def test_a_chapter_read_from_the_cache_is_downloaded_as_when_it_executed(book):
+    # Found in review: after a rebuild that read a chapter again from the cache (a prose edit,
+    # a configuration change), the executed notebook offered for download had no outputs.
+    write_chapter(
+        book, "from myst_nb import glue\nglue('value', 1, display=False)\nprint('value=1')"
+    )
+    assert build(book).returncode == 0
+    folders = [book / "_build" / folder / "book" for folder in ("jupyter_execute", "html/_sources")]
+    executed = [(folder / "chapter.ipynb").read_bytes() for folder in folders]
+    chapter = book / "book" / "chapter.md"
+    later = chapter.stat().st_mtime + 10
+    os.utime(chapter, (later, later))  # read again, its code unchanged
+    again = build(book)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Using cached notebook" in again.stdout + again.stderr
+    assert [(folder / "chapter.ipynb").read_bytes() for folder in folders] == executed
+    assert nbformat.reads(executed[0], 4).cells[1].outputs[0].text == "value=1\n"
+
+
 def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
     write_chapter(book, "raise ZeroDivisionError('deliberately broken')")
     result = build(book)
@@ -135,6 +154,11 @@ def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
     again = build(book)
     assert again.returncode != 0
     assert report.exists()
+    # Mended, the chapter's report goes: what reports/ holds is this build's failures.
+    write_chapter(book, "print('mended')")
+    mended = build(book)
+    assert mended.returncode == 0, mended.stdout + mended.stderr
+    assert not report.exists()
 
 
 def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):
@@ -184,6 +208,31 @@ def test_steady_notebook_numbers_cells_and_drops_memory_addresses():
     assert output["text/plain"] == "<plotnine.ggplot.ggplot object>"
     assert output["image/png"] == "iVBORw0KGgo="
     nbformat.validate(steady)
+
+
+def test_steady_notebook_merges_a_cells_prints_however_the_kernel_flushed_them():
+    # Found in review: two cold builds split one cell's two prints differently.
+    pieces = [
+        nbformat.v4.new_output("stream", name="stdout", text=text)
+        for text in ("merged: withheld\n", "categories released: ['sex']\n")
+    ]
+    whole = nbformat.v4.new_output(
+        "stream", name="stdout", text="merged: withheld\ncategories released: ['sex']\n"
+    )
+    split, joined = (
+        book_execution.steady_notebook(
+            nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=outputs)])
+        )
+        for outputs in (pieces, [whole])
+    )
+    assert split == joined
+    assert len(split.cells[0].outputs) == 1
+    nbformat.validate(split)
+
+
+def test_pages_merge_a_cells_prints_as_the_downloaded_notebooks_do():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["nb_merge_streams"] is True
 
 
 def _names(source: str) -> tuple[set[str], set[str]]:

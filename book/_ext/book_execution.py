@@ -16,11 +16,13 @@ writes a failing chapter's report), Sphinx keeps a failed chapter as read, and t
 would pass without running it. A chapter whose execution failed is read again on every build.
 
 **Write the same files on every build.** Each chapter's executed notebook is offered for
-download; myst-nb gives its cells random ids, and an output without a text form of its own (a
-plotnine figure, a pandas Styler) shows the object's memory address. Cells are numbered
-instead, and the addresses dropped. And myst-nb copies its stylesheet only when a build ends,
-so the pages of a first build link it without the checksum Sphinx adds on later builds; it is
-copied when the build starts instead.
+download; myst-nb gives its cells random ids, an output without a text form of its own (a
+plotnine figure, a pandas Styler) shows the object's memory address, and a cell's printed text
+comes in as many pieces as the kernel happened to flush. Cells are numbered instead, the
+addresses dropped, and the pieces merged as the pages merge them (``nb_merge_streams``).
+And myst-nb copies its stylesheet only when a build ends, so the pages of a first build link
+it without the checksum Sphinx adds on later builds; it is copied when the build starts
+instead.
 
 **Ignore notebooks made from the chapters.** ``_config.yml`` keeps ``.ipynb`` files out of the
 sources, but the theme's launch buttons still open ``book/chapter.ipynb`` instead of
@@ -45,6 +47,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import nbformat
+from jupyter_cache import get_cache
+from myst_nb.core.utils import coalesce_streams
+from myst_nb.ext.glue import extract_glue_data_cell
 from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
@@ -130,9 +135,15 @@ def pages_to_read_again(
 
 
 def steady_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Number the cells' ids and drop memory addresses from text outputs, in place."""
+    """Number the cells' ids, merge each cell's prints and drop memory addresses, in place.
+
+    The prints are merged as the pages show them (``nb_merge_streams``): the kernel splits a
+    cell's printed text where it happens to flush, differently from one run to the next.
+    """
     for index, cell in enumerate(notebook.cells):
         cell.id = f"cell-{index}"
+        if "outputs" in cell:
+            cell.outputs = coalesce_streams(cell.outputs)
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if "text/plain" in data:
@@ -146,8 +157,28 @@ def steady_executed_notebook(app: Sphinx, doctree: object) -> None:
     path = path.with_name(path.name + ".ipynb")
     if not path.exists():
         return
-    notebook = steady_notebook(nbformat.read(path, as_version=4))
-    path.write_bytes(nbformat.writes(notebook).encode("utf-8"))
+    notebook = _with_cached_outputs(app, nbformat.read(path, as_version=4))
+    path.write_bytes(nbformat.writes(steady_notebook(notebook)).encode("utf-8"))
+
+
+def _with_cached_outputs(app: Sphinx, notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook with its outputs from the execution cache, if it holds them.
+
+    A page read again from the cache (its code unchanged) is rendered from the cached
+    outputs, but myst-nb 1.4 writes the notebook it was given, without them, for download.
+    The glued values are taken out of the outputs, as myst-nb does after executing a page.
+    """
+    config = app.env.mystnb_config
+    if config.execution_mode != "cache":
+        return notebook
+    try:
+        _, merged = get_cache(config.execution_cache_path).merge_match_into_notebook(notebook)
+    except KeyError:  # not in the cache: its execution failed, or it has no code
+        return notebook
+    for cell in merged.cells:
+        if cell.cell_type == "code":
+            extract_glue_data_cell(cell)
+    return merged
 
 
 def copy_mystnb_stylesheet(app: Sphinx) -> None:
@@ -155,6 +186,16 @@ def copy_mystnb_stylesheet(app: Sphinx) -> None:
     if app.builder.format == "html":
         Path(app.outdir, "_static").mkdir(parents=True, exist_ok=True)
         add_global_html_resources(app, None)
+
+
+def clear_old_reports(app: Sphinx) -> None:
+    """Remove the execution reports of earlier builds.
+
+    Every chapter whose execution failed runs again on every build and writes its report
+    again, so what is left in ``reports/`` is the reports of this build: a mended chapter's
+    report would otherwise stay beside a passing build.
+    """
+    shutil.rmtree(Path(app.outdir, "reports"), ignore_errors=True)
 
 
 def launch_the_source(
@@ -178,6 +219,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", pages_to_read_again)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
+    app.connect("builder-inited", clear_old_reports)
     # After sphinx-book-theme has made the launch buttons (priority 501).
     app.connect("html-page-context", launch_the_source, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
