@@ -261,6 +261,8 @@ def synpmx_model_estimate(
     """
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise TypeError(f"seed must be an integer, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
     if not isinstance(drop_influential, bool):
         raise TypeError(f"drop_influential must be a bool, got {drop_influential!r}")
     min_arm_patients = check_count(min_arm_patients, "min_arm_patients")

@@ -343,3 +343,10 @@ def test_across_studies_reports_an_untrusted_fit_in_its_table_not_as_a_warning()
         table = privacy_checks_across_studies(["theo_sd", "nimoData"]).set_index("study")
     assert table.loc["theo_sd", "fit"] == "converged"
     assert "floor" in table.loc["nimoData", "fit"]
+
+
+def test_a_negative_seed_is_refused_where_it_is_given():
+    with pytest.raises(ValueError, match="seed"):
+        synpmx_model_estimate(*load_dataset("theo_sd"), seed=-1)
+    with pytest.raises(ValueError, match="seed"):
+        privacy_checks_across_studies(["theo_sd"], seed=-1)
