@@ -65,10 +65,11 @@ from .release import (
     VERDICTS,
     Fingerprint,
     arm_label,
+    read_json,
     release_problems,
 )
 from .rounding import round_significant
-from .study import StudyEvents
+from .study import StudyEvents, identifier_key
 
 __all__ = ["CHECK_QUESTIONS", "SMALLEST_THRESHOLD", "release_checks"]
 
@@ -126,15 +127,8 @@ def _read(released: object) -> tuple[dict, list[str]]:
         raise TypeError(
             f"released must be a Fingerprint or its JSON text, got {type(released).__name__}"
         )
-    repeated: list[str] = []
-
-    def pairs(items: list) -> dict:
-        keys = [key for key, _ in items]
-        repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
-        return dict(items)
-
     try:
-        parsed = json.loads(released, object_pairs_hook=pairs)
+        parsed, repeated = read_json(released)
     except json.JSONDecodeError as error:
         raise ValueError(f"released is not JSON: {error}") from error
     if not isinstance(parsed, dict):
@@ -183,18 +177,6 @@ def _figures(value: float) -> int:
     return max(len(digits), 1)
 
 
-def _label_key(value: object) -> tuple:
-    """A label as a comparable key: numbers by value, text case- and space-insensitively."""
-    if _number(value):
-        return ("number", float(value))
-    text = str(value).strip().casefold()
-    try:
-        number = float(text)
-    except ValueError:
-        return ("text", text)
-    return ("number", number) if math.isfinite(number) else ("text", text)
-
-
 class _Source:
     """What the checks read from the source study."""
 
@@ -227,8 +209,8 @@ class _Source:
         covariates = self.study.covariates
         if column not in covariates.columns:
             return 0
-        key = _label_key(level)
-        return int(sum(_label_key(v) == key for v in covariates[column]))
+        key = identifier_key(level)
+        return int(sum(identifier_key(v) == key for v in covariates[column]))
 
     def endpoint_rows(self, endpoint: str) -> pd.DataFrame:
         observations = self.study.observations
@@ -371,7 +353,7 @@ def _p2(released: dict, source: _Source) -> list[str]:
     """
     numbers_, texts = set(), set()
     for value in source.study.ids:
-        kind, key = _label_key(value)
+        kind, key = identifier_key(value)
         if kind == "number":
             numbers_.add(key)
             if float(key).is_integer():
@@ -391,7 +373,7 @@ def _p2(released: dict, source: _Source) -> list[str]:
     for path, label, kind in _p2_labels(released):
         if _vocabulary(path, label, kind, source):
             continue
-        label_kind, key = _label_key(label)
+        label_kind, key = identifier_key(label)
         text = str(label).strip().casefold()
         where = f"{label!r} at {'.'.join(map(str, path)) or 'top level'}"
         if (label_kind == "number" and key in numbers_) or inside.search(text):

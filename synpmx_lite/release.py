@@ -368,6 +368,37 @@ def _schema(released: object) -> _Schema:
 # --- The fingerprint --------------------------------------------------------------------------
 
 
+def read_json(text: str) -> tuple[object, list[str]]:
+    """Parse JSON text, noting every key repeated within one object.
+
+    Readers differ on which value of a repeated key wins, so both the reader of a fingerprint
+    and the checks refuse such text; this parses it once for both.
+
+    Parameters
+    ----------
+    text : str
+        JSON text.
+
+    Returns
+    -------
+    tuple
+        The parsed value (a repeated key keeps its last value) and the repeated keys.
+
+    Raises
+    ------
+    json.JSONDecodeError
+        If ``text`` is not JSON.
+    """
+    repeated: list[str] = []
+
+    def pairs(items: list) -> dict:
+        keys = [key for key, _ in items]
+        repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
+        return dict(items)
+
+    return json.loads(text, object_pairs_hook=pairs), repeated
+
+
 @dataclass(frozen=True)
 class Fingerprint:
     """Everything a model release holds, and nothing else (see :data:`FINGERPRINT_FIELDS`).
@@ -466,15 +497,8 @@ class Fingerprint:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a JSON string, got {type(text).__name__}")
-        repeated: list[str] = []
-
-        def pairs(items: list) -> dict:
-            keys = [key for key, _ in items]
-            repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
-            return dict(items)
-
         try:
-            fields = json.loads(text, object_pairs_hook=pairs)
+            fields, repeated = read_json(text)
         except json.JSONDecodeError as error:
             raise ValueError(f"text is not JSON: {error}") from error
         if repeated:

@@ -355,9 +355,10 @@ def _row_labels(labels: pd.Index, shown: int = 6) -> str:
     return first + (f" (and {len(labels) - shown} more)" if len(labels) > shown else "")
 
 
-def _id_key(value: object) -> tuple:
-    """An identifier as it reads: numbers by value, text without case or surrounding spaces."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+def identifier_key(value: object) -> tuple:
+    """An identifier or label as it reads: numbers by value, text without case or surrounding
+    spaces (so that ``101``, ``"101"`` and ``" 101 "`` are one key)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value):
         return ("number", float(value))
     text = str(value).strip().casefold()
     try:
@@ -373,7 +374,7 @@ def _refuse_ids_that_read_alike(ids: np.ndarray) -> None:
     Each would count as a patient of its own, so that one patient entered under three spellings
     would pass for the three patients every threshold of the release asks for.
     """
-    keys = pd.Series([_id_key(value) for value in ids])
+    keys = pd.Series([identifier_key(value) for value in ids])
     alike = keys.duplicated(keep=False).to_numpy()
     if alike.any():
         first = keys[alike].iloc[0]

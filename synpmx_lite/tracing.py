@@ -749,6 +749,9 @@ def load_opendp_record() -> OpenDpRecord:
 
 # --- The simulation ----------------------------------------------------------------------------
 
+#: Confidence level of the Wilson interval given with every simulated rate.
+INTERVAL_LEVEL = 0.95
+
 #: Names of the statistics :func:`simulate_tracing` reports. "figure 1, unclipped" is the
 #: single-reference statistic on the answers as released; the others clip them to [0, 1] first.
 STATISTICS = ("figure 1", "figure 2", "figure 1, unclipped")
@@ -934,7 +937,9 @@ def _figure_2(
 
 
 def _wilson(flagged: int, trials: int) -> tuple[float, float]:
-    interval = stats.binomtest(flagged, trials).proportion_ci(method="wilson")
+    interval = stats.binomtest(flagged, trials).proportion_ci(
+        confidence_level=INTERVAL_LEVEL, method="wilson"
+    )
     return interval.low, interval.high
 
 
