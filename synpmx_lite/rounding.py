@@ -90,6 +90,8 @@ def round_significant(values: object, figures: int) -> np.ndarray:
     fast &= ~(near_half | off_by_a_digit)
     rounded = np.copysign(np.where(exponent >= 0, whole / power, whole * power), flat)
     rounded[~nonzero] = flat[~nonzero]
-    for index in np.flatnonzero(nonzero & ~fast):
-        rounded[index] = _round_one(float(flat[index]), figures)
+    # Data repeat their values (nominal times, doses), so each distinct value is rounded once.
+    slow = np.flatnonzero(nonzero & ~fast)
+    distinct, where = np.unique(flat[slow], return_inverse=True)
+    rounded[slow] = np.array([_round_one(float(v), figures) for v in distinct])[where]
     return rounded.reshape(values.shape)

@@ -37,10 +37,15 @@ kernelspec:
 """
 
 
-def write_chapter(book: Path, *cells: str, title: str = "Chapter") -> Path:
+CHAPTER_NAMES = ("chapter", "second", "third")
+
+
+def write_chapter(
+    book: Path, *cells: str, title: str = "Chapter", name: str = "chapter", text: str = ""
+) -> Path:
     body = "".join(f"\n```{{code-cell}} ipython3\n{cell}\n```\n" for cell in cells)
-    path = book / "book" / "chapter.md"
-    path.write_text(f"{HEADER}\n# {title}\n{body}")
+    path = book / "book" / f"{name}.md"
+    path.write_text(f"{HEADER}\n# {title}\n{text}\n{body}")
     return path
 
 
@@ -50,6 +55,7 @@ def book(tmp_path: Path) -> Path:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["sphinx"]["local_extensions"] = {"book_execution": str(ROOT / "book" / "_ext")}
     config["sphinx"]["config"]["execution_depends_on"] = ["scratchpkg"]
+    config["sphinx"]["config"]["execution_workers"] = 2
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
     (tmp_path / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/chapter\n"
@@ -75,8 +81,8 @@ def build(book: Path) -> subprocess.CompletedProcess:
     )
 
 
-def page(book: Path) -> str:
-    return (book / "_build" / "html" / "book" / "chapter.html").read_text()
+def page(book: Path, name: str = "chapter") -> str:
+    return (book / "_build" / "html" / "book" / f"{name}.html").read_text()
 
 
 def static_links(html: str) -> list[str]:
@@ -159,6 +165,33 @@ def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
     mended = build(book)
     assert mended.returncode == 0, mended.stdout + mended.stderr
     assert not report.exists()
+
+
+def test_chapters_execute_side_by_side_and_a_failing_one_is_still_reported(book):
+    # Each records when it ran; the first holds a numbered table the second cites twice.
+    timed = "import time\nstart = time.time()\ntime.sleep(3)\nprint(f'ran {start} {time.time()}')"
+    table = ":::{table} A scratch table\n:name: tab-scratch\n\n| a |\n| - |\n| 1 |\n:::\n"
+    write_chapter(book, timed, text=table)
+    write_chapter(book, timed, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
+    write_chapter(book, "raise ZeroDivisionError('deliberately broken')", name="third")
+    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
+    (book / "_toc.yml").write_text(toc + "".join(f"  - file: book/{n}\n" for n in CHAPTER_NAMES))
+    result = build(book)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "[book_execution] executing 3 chapters, 2 at a time" in log
+    spans = [
+        [float(t) for t in re.search(r"ran ([\d.]+) ([\d.]+)", page(book, name)).groups()]
+        for name in ("chapter", "second")
+    ]
+    assert max(start for start, _ in spans) < min(end for _, end in spans), spans
+    # myst-nb read the two from the cache; the failing one it ran again, to report it.
+    assert log.count("Using cached notebook") == 2
+    report = book / "_build" / "html" / "reports" / "book" / "third.err.log"
+    assert "ZeroDivisionError: deliberately broken" in re.sub(
+        r"\x1b\[[0-9;]*m", "", report.read_text()
+    )
+    assert page(book, "second").count("Table 1") == 2
 
 
 def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):

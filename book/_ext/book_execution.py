@@ -11,6 +11,14 @@ execution cache was filled under, it empties the cache; when it differs from the
 were last read under, it sends every page back to be read, so that every chapter executes
 again against the new code.
 
+**Execute the chapters side by side.** myst-nb executes each chapter when Sphinx reads it, one
+after another. Before reading, the chapters to be read whose code the execution cache does not
+hold are executed together, as many at a time as the ``execution_workers`` setting allows (by
+default one per available CPU, each kernel with its share of the CPUs for numpy's threads), and
+their results cached as myst-nb would cache them; myst-nb then reads every chapter from the
+cache. A chapter that fails is not cached, so myst-nb executes
+it again and reports the failure as it always does.
+
 **Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
 writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
 would pass without running it. A chapter whose execution failed is read again on every build.
@@ -24,6 +32,12 @@ And myst-nb copies its stylesheet only when a build ends, so the pages of a firs
 it without the checksum Sphinx adds on later builds; it is copied when the build starts
 instead.
 
+**Unpickle each page once for its numbered references.** Sphinx 7 resolves each ``{numref}``
+by unpickling the whole page that holds the table or figure; a chapter's page carries its
+outputs, and the book's references cost seconds of every build that writes the chapters. The
+standard domain is replaced by one that keeps one unpickled copy of each page while it resolves
+them (it only reads the numbered node and its ids).
+
 **Ignore notebooks made from the chapters.** ``_config.yml`` keeps ``.ipynb`` files out of the
 sources, but the theme's launch buttons still open ``book/chapter.ipynb`` instead of
 ``book/chapter.md`` when one lies beside the chapter; they are pointed back at the source, the
@@ -36,23 +50,32 @@ Load it from ``_config.yml``::
         book_execution: book/_ext
       config:
         execution_depends_on: [synpmx_lite]
+        execution_workers: 0  # one per available CPU
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext, suppress
+from pathlib import Path, PurePosixPath
 
 import nbformat
 from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
+from jupyter_cache.executors.utils import single_nb_execution
+from myst_nb.core.read import create_nb_reader
 from myst_nb.core.utils import coalesce_streams
 from myst_nb.ext.glue import extract_glue_data_cell
 from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
+from sphinx.domains.std import StandardDomain
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
@@ -212,11 +235,128 @@ def launch_the_source(
                 button["url"] = button["url"][: -len(made)] + source.as_posix()
 
 
+def _stale_notebook(app: Sphinx, env: BuildEnvironment, docname: str) -> tuple | None:
+    """``(path, notebook, configuration)`` of a chapter myst-nb would execute, else None.
+
+    The notebook is read, and the configuration completed from its metadata, as myst-nb reads
+    them (``myst_nb.sphinx_.Parser.parse``), so that what is cached here is what myst-nb
+    looks up: a chapter whose code the cache holds, or that is excluded from execution, is
+    left alone.
+    """
+    path = Path(env.doc2path(docname))
+    text = path.read_text(encoding=app.config.source_encoding)
+    reader = create_nb_reader(str(path), env.myst_config, env.mystnb_config, text)
+    if reader is None:
+        return None
+    notebook = reader.read(text)
+    if not any(cell.cell_type == "code" for cell in notebook.cells):
+        return None
+    config = env.mystnb_config
+    kernel = notebook.metadata.get("kernelspec", {}).get("name")
+    for pattern, alias in (config.kernel_rgx_aliases or {}).items():
+        if kernel is not None and re.fullmatch(pattern, kernel):
+            notebook.metadata["kernelspec"]["name"] = alias
+            break
+    if config.metadata_key in notebook.metadata:
+        overrides = dict(notebook.metadata[config.metadata_key])
+        overrides.pop("output_folder", None)
+        config = config.copy(**overrides)
+    excluded = any(
+        PurePosixPath(path.as_posix()).match(pattern)
+        for pattern in config.execution_excludepatterns
+    )
+    if config.execution_mode != "cache" or excluded:
+        return None
+    with suppress(KeyError):
+        get_cache(config.execution_cache_path).match_cache_notebook(notebook)
+        return None
+    return path, notebook, config
+
+
+def _execute(path: Path, notebook: nbformat.NotebookNode, config: object) -> object:
+    """Execute one chapter as myst-nb's cached execution does (``NotebookClientCache``)."""
+    in_temp = config.execution_in_temp
+    with tempfile.TemporaryDirectory() if in_temp else nullcontext(str(path.parent)) as cwd:
+        return single_nb_execution(
+            notebook,
+            cwd=os.path.abspath(cwd),
+            allow_errors=config.execution_allow_errors,
+            timeout=config.execution_timeout,
+            meta_override=True,
+        )
+
+
+def _workers(app: Sphinx) -> int:
+    return app.config.execution_workers or len(os.sched_getaffinity(0))
+
+
+def share_the_cores(app: Sphinx) -> None:
+    """Give each kernel its share of the CPUs for numpy's BLAS and OpenMP threads.
+
+    Kernels executing side by side that each start a thread per CPU oversubscribe the cores
+    (idle BLAS threads spin); a variable the builder has set is left as it is.
+    """
+    threads = str(max(1, len(os.sched_getaffinity(0)) // _workers(app)))
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, threads)
+
+
+def execute_side_by_side(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+    """Execute the chapters about to be read, several at a time, and cache what passes."""
+    stale = [found for d in docnames if (found := _stale_notebook(app, env, d)) is not None]
+    workers = min(_workers(app), len(stale))
+    if workers < 2:
+        return  # nothing to gain: myst-nb executes the chapter as it reads it
+    logger.info(f"[book_execution] executing {len(stale)} chapters, {workers} at a time")
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda found: _execute(*found), stale))
+    for (path, notebook, config), result in zip(stale, results, strict=True):
+        if result.err is not None:
+            logger.info(f"[book_execution] {path.name} failed: myst-nb runs it again to report")
+            continue
+        logger.info(f"[book_execution] executed {path.name} in {result.time:.2f} seconds")
+        get_cache(config.execution_cache_path).cache_notebook_bundle(
+            CacheBundleIn(notebook, str(path), data={"execution_seconds": result.time}),
+            check_validity=False,
+            overwrite=True,
+        )
+
+
+class NumrefReadsEachPageOnce(StandardDomain):
+    """Sphinx's standard domain, but ``{numref}`` unpickles a page once, not once per reference.
+
+    A copy is kept per page and per version of its pickled doctree (its file's size and
+    modification time), so a page read again in a later build is unpickled again.
+    """
+
+    def _resolve_numref_xref(self, env: BuildEnvironment, *args: object, **kwargs: object):
+        copies = self.__dict__.setdefault("_numref_copies", {})
+        read = BuildEnvironment.get_doctree
+
+        def read_once(docname: str) -> object:
+            stat = Path(env.doctreedir, docname + ".doctree").stat()
+            key = (docname, stat.st_size, stat.st_mtime_ns)
+            if key not in copies:
+                copies[key] = read(env, docname)
+            return copies[key]
+
+        env.get_doctree = read_once  # for this call only: the instance attribute shadows it
+        try:
+            return super()._resolve_numref_xref(env, *args, **kwargs)
+        finally:
+            del env.get_doctree
+
+
 def setup(app: Sphinx) -> dict:
+    app.add_domain(NumrefReadsEachPageOnce, override=True)
     app.add_config_value("execution_depends_on", [], "env", [list])
+    # Chapters executed at a time; 0 means one per available CPU.
+    app.add_config_value("execution_workers", 0, "", [int])
     # After myst-nb (priority 500) has resolved the cache and output folders.
     app.connect("builder-inited", clear_stale_cache, priority=900)
     app.connect("env-get-outdated", pages_to_read_again)
+    app.connect("builder-inited", share_the_cores)
+    app.connect("env-before-read-docs", execute_side_by_side)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
     app.connect("builder-inited", clear_old_reports)
