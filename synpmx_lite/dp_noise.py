@@ -267,8 +267,10 @@ def opendp_certificate(
 
     Builds :func:`opendp_clipped_mean` at the scale :func:`laplace_scale` gives and reads the
     epsilon OpenDP certifies for it, and searches OpenDP's map for the smallest scale that
-    stays within the number's budget. Both agree with the formula to floating-point accuracy
-    when the formula is right; a wrong sensitivity or budget split shows as a gap of a factor.
+    stays within the number's budget (between a hundredth and a hundred times the formula's).
+    Both agree with the formula to floating-point accuracy when the formula is right; a wrong
+    sensitivity or budget split shows as a gap of a factor, or, beyond a factor of 100, as
+    OpenDP's ValueError from the search.
 
     Parameters
     ----------

@@ -188,55 +188,64 @@ def _differences(k: int) -> np.ndarray:
 
 
 def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tuple:
-    """Damped Newton on a batch of fits ``x`` ``(B, k)``: optima, OFVs, gradient norms."""
+    """Damped Newton on a batch of fits ``x`` ``(B, k)``: optima, OFVs, gradient norms.
+
+    A fit stops moving once its gradient vanishes, so its derivatives are not evaluated again:
+    each iteration differentiates only the fits still moving.
+    """
+    x = np.array(x, dtype=float)
     batch, k = x.shape
     offsets = _differences(k)
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     damping = np.full(batch, 1e-3)
-    weights_all = np.repeat(weights, len(offsets), axis=0)
     value = _objective(shape, data, x, weights)
     gradient = np.zeros((batch, k))
+    converged = np.zeros(batch, dtype=bool)
     for _ in range(_ITERATIONS):
-        points = (x[:, None, :] + offsets[None]).reshape(-1, k)
-        f = _objective(shape, data, points, weights_all).reshape(batch, -1)
+        moving = np.flatnonzero(~converged)
+        points = (x[moving, None, :] + offsets[None]).reshape(-1, k)
+        weights_all = np.repeat(weights[moving], len(offsets), axis=0)
+        f = _objective(shape, data, points, weights_all).reshape(moving.size, -1)
         centre, f = f[:, 0], f[:, 1:]
         plus, minus = f[:, 0 : 2 * k : 2], f[:, 1 : 2 * k : 2]
-        gradient = (plus - minus) / (2 * _STEP)
-        hessian = np.zeros((batch, k, k))
+        gradient[moving] = (plus - minus) / (2 * _STEP)
+        hessian = np.zeros((moving.size, k, k))
         diagonal = (plus - 2 * centre[:, None] + minus) / _STEP**2
         hessian[:, np.arange(k), np.arange(k)] = diagonal
-        corners = f[:, 2 * k :].reshape(batch, -1, 4)
-        pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+        corners = f[:, 2 * k :].reshape(moving.size, -1, 4)
         for index, (a, b) in enumerate(pairs):
             pp, pm, mp, mm = corners[:, index].T
             hessian[:, a, b] = hessian[:, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
-        finite = np.isfinite(gradient).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
-        converged = finite & (np.abs(gradient).max(axis=1) < _GRADIENT_TOLERANCE)
-        if converged.all():
+        finite = np.isfinite(gradient[moving]).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
+        converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < _GRADIENT_TOLERANCE)
+        stepping = ~converged[moving]
+        if not stepping.any():
             break
-        gradient = np.where(finite[:, None], gradient, 0.0)
-        hessian = np.where(finite[:, None, None], hessian, np.eye(k))
+        rows = moving[stepping]
+        step_gradient = np.where(finite[:, None], gradient[moving], 0.0)[stepping]
+        hessian = np.where(finite[:, None, None], hessian, np.eye(k))[stepping]
+        diagonal = diagonal[stepping]
         # Levenberg-Marquardt: a step on H + lambda (|diag H| + 1) I, lambda adapted per row.
-        improved = np.zeros(batch, dtype=bool)
+        improved = np.zeros(rows.size, dtype=bool)
         for _ in range(12):
-            scaled = hessian + damping[:, None, None] * (
+            scaled = hessian + damping[rows, None, None] * (
                 np.abs(diagonal)[:, :, None] * np.eye(k) + np.eye(k)
             )
             try:
-                step = -np.linalg.solve(scaled, gradient[..., None])[..., 0]
+                step = -np.linalg.solve(scaled, step_gradient[..., None])[..., 0]
             except np.linalg.LinAlgError:
-                step = -gradient
+                step = -step_gradient
             step = step / np.maximum(np.abs(step).max(axis=1, keepdims=True), 1.0)
-            trial = x + step
-            trial_value = _objective(shape, data, trial, weights)
-            better = (trial_value <= value) & ~converged & ~improved
-            x = np.where(better[:, None], trial, x)
-            value = np.where(better, trial_value, value)
-            damping = np.where(better, np.maximum(damping / 5, 1e-9), damping)
+            trial = x[rows] + step
+            trial_value = _objective(shape, data, trial, weights[rows])
+            better = (trial_value <= value[rows]) & ~improved
+            x[rows] = np.where(better[:, None], trial, x[rows])
+            value[rows] = np.where(better, trial_value, value[rows])
+            damping[rows] = np.where(better, np.maximum(damping[rows] / 5, 1e-9), damping[rows])
             improved |= better
-            pending = ~improved & ~converged
-            if not pending.any():
+            if improved.all():
                 break
-            damping = np.where(pending, damping * 10, damping)
+            damping[rows] = np.where(~improved, damping[rows] * 10, damping[rows])
     return x, value, np.abs(gradient).max(axis=1)
 
 
