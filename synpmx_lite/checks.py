@@ -36,8 +36,10 @@ P4        Every released frequency has at least ``k`` patients on each side, and
 P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
           or more fails; a PD shape parameter's move counted past the second bar); the
           released PK and PD estimates are those of the fits whose influence was read; the
-          release's own P5 verdict agrees. Below 10 patients nobody can be left out, and the
-          result says so.
+          release's own P5 verdict agrees. A fit that is not to be trusted (its diagnostics,
+          :attr:`synpmx_lite.estimation.PopulationFit.diagnostics`, or a PD fit not converged)
+          makes a pass a review: the readings are pulls on that fit. Below 10 patients nobody
+          can be left out, and the result says so.
 ========  ==========================================================================
 
 Here ``k`` is ``min_arm_patients``, and ``min_category_patients`` for category levels, each at
@@ -730,6 +732,18 @@ def _p5(
         result += f"; {privacy.left_out.patients} left out"
     if source.n * MAX_LEFT_OUT_SHARE < 1:
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
+    # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
+    # at its floor shrinks every pull to nothing) they prove nothing, so they cannot pass.
+    untrusted = [] if pk is None or pk.converged else [f"PK ({'; '.join(pk.diagnostics)})"]
+    untrusted += [
+        f"PD {name}"
+        for name in _mapping(released.get("pd"))
+        if name in pd_fits and not pd_fits[name].converged
+    ]
+    judged = verdict(value, privacy.review, privacy.fail)
+    if untrusted:
+        result += f"; fit not to be trusted: {', '.join(untrusted)}"
+        judged = "review" if judged == "pass" else judged
     problems = []
     fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
     if pk is None:
@@ -770,7 +784,7 @@ def _p5(
                     f"released PD {name} {key} {shown[key]:g} is not the estimate whose "
                     f"influence was read ({expected:g})"
                 )
-    return verdict(value, privacy.review, privacy.fail), result, problems
+    return judged, result, problems
 
 
 # --- The table --------------------------------------------------------------------------------

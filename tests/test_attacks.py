@@ -16,12 +16,13 @@ from simulated import SIMULATED_ROLES, known_fingerprint, small_study
 
 from synpmx_lite import fingerprint as builder
 from synpmx_lite.cases import constructed_warfarin_cases
+from synpmx_lite.estimation import FitWarning
 from synpmx_lite.fingerprint import model_fingerprint, model_privacy_checks, synpmx_model_estimate
 from synpmx_lite.generate import synpmx_model_generate
 from synpmx_lite.protections import fold_categories, loq_floor
 from synpmx_lite.release import Fingerprint
 from synpmx_lite.rounding import round_significant
-from synpmx_lite.study import prepare_study
+from synpmx_lite.study import load_dataset, prepare_study
 
 # --- Helpers ----------------------------------------------------------------------------------
 
@@ -294,6 +295,57 @@ def test_p5_fails_when_a_patient_moves_an_estimate_far():
     cases = constructed_warfarin_cases()
     kept = synpmx_model_estimate(cases.misdosed, cases.roles, drop_influential=False)
     assert model_privacy_checks(kept).set_index("check").loc["P5", "verdict"] == "FAIL"
+
+
+def _untrusted(fit, *, pk=False, pd=None):
+    """The fit with its PK fit, or PD model ``pd``, marked as failing its diagnostics."""
+    if pk:
+        fit = dataclasses.replace(
+            fit,
+            pk=dataclasses.replace(fit.pk, converged=False, diagnostics=("SD of ka at its floor",)),
+        )
+    if pd is not None:
+        models = dict(fit.pd)
+        models[pd] = dataclasses.replace(models[pd], converged=False)
+        fit = dataclasses.replace(fit, pd=models)
+    return fit
+
+
+def test_p5_does_not_pass_readings_from_a_fit_that_is_not_to_be_trusted():
+    # An SD at its floor shrinks every patient's pull to nothing: a pass read from such a fit
+    # would certify what it cannot see.
+    trusted = synpmx_model_estimate(*load_dataset("warfarin"))
+    checks = model_privacy_checks(trusted).set_index("check")
+    assert checks.loc["P5", "verdict"] == "pass"
+    assert "not to be trusted" not in checks.loc["P5", "result"]
+    for untrusted, named in (
+        (_untrusted(trusted, pk=True), "PK (SD of ka at its floor)"),
+        (_untrusted(trusted, pd="pca"), "PD pca"),
+    ):
+        row = model_privacy_checks(untrusted).set_index("check").loc["P5"]
+        assert row["verdict"] == "review", row["result"]
+        assert f"fit not to be trusted: {named}" in row["result"]
+        # The release states it, and a release claiming a pass fails.
+        release = released(untrusted)
+        assert release["checks"]["P5"] == "review"
+        release["checks"]["P5"] = "pass"
+        fails(untrusted, release, "P5", "the check finds 'review'")
+
+
+def test_a_fail_read_from_an_untrusted_fit_stays_a_fail():
+    cases = constructed_warfarin_cases()
+    kept = synpmx_model_estimate(cases.misdosed, cases.roles, drop_influential=False)
+    row = model_privacy_checks(_untrusted(kept, pk=True)).set_index("check").loc["P5"]
+    assert row["verdict"] == "FAIL"
+    assert "fit not to be trusted" in row["result"]
+
+
+def test_a_public_study_whose_fit_fails_its_diagnostics_does_not_pass_p5():
+    with pytest.warns(FitWarning):
+        fit = synpmx_model_estimate(*load_dataset("pheno_sd"))
+    assert not fit.pk.converged
+    assert fit.privacy.largest["verdict"] == "pass"  # the readings alone would pass
+    assert model_privacy_checks(fit).set_index("check").loc["P5", "verdict"] == "review"
 
 
 # --- 4. Tiny studies --------------------------------------------------------------------------
