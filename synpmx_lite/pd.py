@@ -188,10 +188,12 @@ def _differences(k: int) -> np.ndarray:
 
 
 def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tuple:
-    """Damped Newton on a batch of fits ``x`` ``(B, k)``: optima, OFVs, gradient norms.
+    """Damped Newton on a batch of fits ``x`` ``(B, k)``.
 
-    A fit stops moving once its gradient vanishes, so its derivatives are not evaluated again:
-    each iteration differentiates only the fits still moving.
+    Returns the optima, their OFVs, gradient norms and whether the Hessian there is positive
+    definite (a point where the gradient vanishes but the curvature does not hold is a saddle,
+    not a minimum). A fit stops moving once its gradient vanishes, so its derivatives are not
+    evaluated again: each iteration differentiates only the fits still moving.
     """
     x = np.array(x, dtype=float)
     batch, k = x.shape
@@ -201,6 +203,7 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
     value = _objective(shape, data, x, weights)
     gradient = np.zeros((batch, k))
     converged = np.zeros(batch, dtype=bool)
+    curved = np.zeros(batch, dtype=bool)
     for _ in range(_ITERATIONS):
         moving = np.flatnonzero(~converged)
         points = (x[moving, None, :] + offsets[None]).reshape(-1, k)
@@ -218,12 +221,14 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
             hessian[:, a, b] = hessian[:, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
         finite = np.isfinite(gradient[moving]).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
         converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < _GRADIENT_TOLERANCE)
+        hessian = np.where(finite[:, None, None], hessian, np.eye(k))
+        curved[moving] = finite & (np.linalg.eigvalsh(hessian)[:, 0] > 0)
         stepping = ~converged[moving]
         if not stepping.any():
             break
         rows = moving[stepping]
         step_gradient = np.where(finite[:, None], gradient[moving], 0.0)[stepping]
-        hessian = np.where(finite[:, None, None], hessian, np.eye(k))[stepping]
+        hessian = hessian[stepping]
         diagonal = diagonal[stepping]
         # Levenberg-Marquardt: a step on H + lambda (|diag H| + 1) I, lambda adapted per row.
         improved = np.zeros(rows.size, dtype=bool)
@@ -246,7 +251,7 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
             if improved.all():
                 break
             damping[rows] = np.where(~improved, damping[rows] * 10, damping[rows])
-    return x, value, np.abs(gradient).max(axis=1)
+    return x, value, np.abs(gradient).max(axis=1), curved
 
 
 @dataclass(frozen=True)
@@ -268,7 +273,8 @@ class PdFit:
     ofv : float
         Objective function value (-2 log-likelihood less :math:`N_{obs}\\log 2\\pi`).
     converged : bool
-        Whether the gradient vanished at the optimum and the spread was identified.
+        Whether the gradient vanished at the optimum, the Hessian there is positive definite
+        (a minimum, not a saddle), and the spread was identified.
     n_patients, n_observations : int
         Patients and observations fitted.
     candidates : pandas.DataFrame
@@ -436,12 +442,14 @@ def fit_pd_endpoint(
     rows, fits = [], {}
     for shape in shapes:
         starts = _starts(shape, data)
-        x, value, gradient = _newton(shape, data, starts, np.repeat(weights, len(starts), 0))
+        x, value, gradient, curved = _newton(
+            shape, data, starts, np.repeat(weights, len(starts), 0)
+        )
         best = int(np.argmin(value))
         estimates = _natural(shape, x[best], data.time_scale)
         identified = estimates["baseline_sd"] > _SPREAD_FLOOR * estimates["baseline"]
         converged = bool(np.isfinite(value[best]) and gradient[best] < _GRADIENT_TOLERANCE)
-        converged = converged and bool(identified)
+        converged = converged and bool(curved[best]) and bool(identified)
         k = x.shape[1]
         fits[shape] = (x[best], float(value[best]), converged)
         rows.append(
@@ -502,9 +510,9 @@ def pd_loo_refits(fit: PdFit) -> pd.DataFrame:
         raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
     n = fit.n_patients
     weights = 1.0 - np.eye(n)
-    x, value, gradient = _newton(fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights)
+    x, value, gradient, curved = _newton(fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights)
     table = pd.DataFrame(
         _natural(fit.shape, x, fit.data.time_scale), index=pd.Index(fit.ids, name="id")
     )
-    table["converged"] = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE)
+    table["converged"] = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE) & curved
     return table

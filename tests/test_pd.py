@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synpmx_lite import pd as pd_module
 from synpmx_lite.cases import constructed_warfarin_cases
 from synpmx_lite.estimation import FitWarning
 from synpmx_lite.fingerprint import (
@@ -314,3 +315,16 @@ def test_shape_moves_refuse_refits_without_a_parameter_or_with_nan():
         pd_shape_moves(fit, refits.drop(columns="slope"))
     with pytest.raises(ValueError, match="finite"):
         pd_influence_moves(fit, refits.assign(slope=np.r_[np.nan, refits["slope"][1:]]))
+
+
+@pytest.mark.parametrize("sign, minimum", [(1.0, True), (-1.0, False)])
+def test_a_saddle_point_is_not_taken_for_a_minimum(monkeypatch, sign, minimum):
+    # x0^2 + sign * x1^2: a minimum at the origin, or a saddle whose gradient vanishes there.
+    monkeypatch.setattr(
+        pd_module, "_objective", lambda shape, data, x, weights: x[:, 0] ** 2 + sign * x[:, 1] ** 2
+    )
+    start = np.array([[1.0, 0.0], [0.0, 0.0]])
+    x, _, gradient, curved = pd_module._newton("slope", None, start, np.ones((2, 1)))
+    np.testing.assert_allclose(x, 0.0, atol=1e-6)
+    assert (gradient < 1e-3).all()
+    assert (curved == minimum).all()
