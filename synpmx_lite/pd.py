@@ -73,6 +73,10 @@ _ITERATIONS = 60
 _GRADIENT_TOLERANCE = 1e-3  # OFV units per internal unit
 _LOG_BOUND = 20.0
 _SPREAD_FLOOR = 1e-3  # omega / baseline below which the spread is not identified
+# A second difference carries a rounding error of about eps |OFV| / step^2; a Hessian eigenvalue
+# within this many such errors of zero has no sign that can be read, so its direction is taken
+# as flat (the data do not determine it), not as curved.
+_CURVATURE_MARGIN = 10.0
 
 
 def pd_response(shape: str, parameters: dict, time: object) -> np.ndarray:
@@ -191,9 +195,10 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
     """Damped Newton on a batch of fits ``x`` ``(B, k)``.
 
     Returns the optima, their OFVs, gradient norms and whether the Hessian there is positive
-    definite (a point where the gradient vanishes but the curvature does not hold is a saddle,
-    not a minimum). A fit stops moving once its gradient vanishes, so its derivatives are not
-    evaluated again: each iteration differentiates only the fits still moving.
+    definite beyond its rounding error (a point where the gradient vanishes but the curvature
+    does not hold is a saddle, or a direction the data do not determine, not a minimum). A fit
+    stops moving once its gradient vanishes, so its derivatives are not evaluated again: each
+    iteration differentiates only the fits still moving.
     """
     x = np.array(x, dtype=float)
     batch, k = x.shape
@@ -222,7 +227,9 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
         finite = np.isfinite(gradient[moving]).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
         converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < _GRADIENT_TOLERANCE)
         hessian = np.where(finite[:, None, None], hessian, np.eye(k))
-        curved[moving] = finite & (np.linalg.eigvalsh(hessian)[:, 0] > 0)
+        rounding = np.finfo(float).eps * np.maximum(np.abs(centre), 1.0) / _STEP**2
+        lowest = np.linalg.eigvalsh(hessian)[:, 0]
+        curved[moving] = finite & (lowest > _CURVATURE_MARGIN * rounding)
         stepping = ~converged[moving]
         if not stepping.any():
             break
@@ -274,7 +281,8 @@ class PdFit:
         Objective function value (-2 log-likelihood less :math:`N_{obs}\\log 2\\pi`).
     converged : bool
         Whether the gradient vanished at the optimum, the Hessian there is positive definite
-        (a minimum, not a saddle), and the spread was identified.
+        beyond its rounding error (a minimum, not a saddle or a direction the data do not
+        determine), and the spread was identified.
     n_patients, n_observations : int
         Patients and observations fitted.
     candidates : pandas.DataFrame
@@ -469,8 +477,8 @@ def fit_pd_endpoint(
     if not converged:
         warnings.warn(
             f"PD model of {endpoint!r} ({shape} shape) is not to be trusted: the optimizer "
-            "did not reach a stationary point, or the baseline's between-subject spread "
-            "collapsed",
+            "did not reach a minimum (a stationary point where the OFV curves up in every "
+            "direction), or the baseline's between-subject spread collapsed",
             FitWarning,
             stacklevel=2,
         )

@@ -328,3 +328,36 @@ def test_a_saddle_point_is_not_taken_for_a_minimum(monkeypatch, sign, minimum):
     np.testing.assert_allclose(x, 0.0, atol=1e-6)
     assert (gradient < 1e-3).all()
     assert (curved == minimum).all()
+
+
+def test_a_direction_flat_to_rounding_error_is_not_taken_for_a_minimum(monkeypatch):
+    # An OFV near 1000 whose curvature along x1 (2e-9) lies far below the rounding error of a
+    # second difference (about 2e-5): the sign read there is noise, and must not count as a
+    # minimum, while a curvature well above it does.
+    rng = np.random.default_rng(5)
+    start = np.column_stack([0.5 + 0.01 * rng.standard_normal(20), rng.standard_normal(20)])
+    for curvature, minimum in ((1e-9, False), (1.0, True)):
+        monkeypatch.setattr(
+            pd_module,
+            "_objective",
+            lambda shape, data, x, weights, c=curvature: 1000 + x[:, 0] ** 2 + c * x[:, 1] ** 2,
+        )
+        _, _, gradient, curved = pd_module._newton("slope", None, start, np.ones((20, 1)))
+        assert (gradient < 1e-3).all()
+        assert (curved == minimum).all(), curved
+
+
+def test_a_fit_or_refit_at_no_minimum_does_not_count_as_converged(monkeypatch):
+    study = prepare_study(simulated_pd_study("plateau", n=12), ROLES)
+    fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    assert fit.converged and pd_loo_refits(fit)["converged"].all()
+    newton = pd_module._newton
+
+    def flat(*args):
+        x, value, gradient, curved = newton(*args)
+        return x, value, gradient, np.zeros_like(curved)
+
+    monkeypatch.setattr(pd_module, "_newton", flat)
+    with pytest.warns(FitWarning, match="not to be trusted"):
+        assert not fit_pd_endpoint(study, "effect", shapes=("plateau",)).converged
+    assert not pd_loo_refits(fit)["converged"].any()
