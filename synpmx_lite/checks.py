@@ -37,9 +37,10 @@ P5        No kept patient moves an estimate the release holds by ``review`` or m
           or more fails; a PD shape parameter's move counted past the second bar); the
           released PK and PD estimates are those of the fits whose influence was read; the
           release's own P5 verdict agrees. A fit that is not to be trusted (its diagnostics,
-          :attr:`synpmx_lite.estimation.PopulationFit.diagnostics`, or a PD fit not converged)
-          makes a pass a review: the readings are pulls on that fit. Below 10 patients nobody
-          can be left out, and the result says so.
+          :attr:`synpmx_lite.estimation.PopulationFit.diagnostics`, a released PD model's fit
+          not converged, or leave-one-out refits of it not converged) makes a pass a review:
+          the readings are pulls on that fit. Below 10 patients nobody can be left out, and the
+          result says so.
 ========  ==========================================================================
 
 Here ``k`` is ``min_arm_patients``, and ``min_category_patients`` for category levels, each at
@@ -733,13 +734,18 @@ def _p5(
     if source.n * MAX_LEFT_OUT_SHARE < 1:
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
     # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
-    # at its floor shrinks every pull to nothing) they prove nothing, so they cannot pass.
-    untrusted = [] if pk is None or pk.converged else [f"PK ({'; '.join(pk.diagnostics)})"]
-    untrusted += [
-        f"PD {name}"
-        for name in _mapping(released.get("pd"))
-        if name in pd_fits and not pd_fits[name].converged
-    ]
+    # at its floor shrinks every pull to nothing) they cannot clear anyone, so they cannot pass.
+    # A fit whose flag says converged but whose diagnostics say otherwise (edited after the
+    # estimation) is not trusted either.
+    untrusted = []
+    if pk is not None and (not pk.converged or pk.diagnostics):
+        untrusted.append(f"PK ({'; '.join(pk.diagnostics) or 'not converged'})")
+    for name in _mapping(released.get("pd")):
+        if name in pd_fits and not pd_fits[name].converged:
+            untrusted.append(f"PD {name} (not converged)")
+        unsettled = privacy.unconverged_refits.get(name)
+        if unsettled:
+            untrusted.append(f"PD {name} ({unsettled} leave-one-out refits not converged)")
     judged = verdict(value, privacy.review, privacy.fail)
     if untrusted:
         result += f"; fit not to be trusted: {', '.join(untrusted)}"

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from simulated import SIMULATED_ROLES, known_fingerprint, small_study
 
+from synpmx_lite import _foce
 from synpmx_lite import fingerprint as builder
 from synpmx_lite.cases import constructed_warfarin_cases
 from synpmx_lite.estimation import FitWarning
@@ -346,6 +347,52 @@ def test_a_public_study_whose_fit_fails_its_diagnostics_does_not_pass_p5():
     assert not fit.pk.converged
     assert fit.privacy.largest["verdict"] == "pass"  # the readings alone would pass
     assert model_privacy_checks(fit).set_index("check").loc["P5", "verdict"] == "review"
+
+
+def test_a_fit_edited_to_look_converged_is_not_trusted():
+    # The flag and the diagnostics disagree: the diagnostics win, and a flag without them is
+    # still a flag.
+    trusted = synpmx_model_estimate(*load_dataset("warfarin"))
+    for pk, named in (
+        (dataclasses.replace(trusted.pk, diagnostics=("SD of ka at its floor",)), "PK (SD of ka"),
+        (dataclasses.replace(trusted.pk, converged=False), "PK (not converged)"),
+    ):
+        row = model_privacy_checks(dataclasses.replace(trusted, pk=pk)).set_index("check")
+        assert row.loc["P5", "verdict"] == "review"
+        assert named in row.loc["P5", "result"]
+
+
+def test_p5_does_not_pass_readings_from_leave_one_out_refits_that_did_not_converge(monkeypatch):
+    # A PD reading comes from refits without each patient; a refit that stopped short of its
+    # optimum may understate that patient's pull, so it cannot clear anyone.
+    refits = builder.pd_loo_refits
+
+    def one_unsettled(model):
+        table = refits(model)
+        return table.assign(converged=np.r_[False, table["converged"].to_numpy()[1:]])
+
+    monkeypatch.setattr(builder, "pd_loo_refits", one_unsettled)
+    with pytest.warns(FitWarning, match="leave-one-out refit"):
+        fit = synpmx_model_estimate(*load_dataset("warfarin"))
+    assert fit.privacy.largest["verdict"] == "pass"  # the readings alone would pass
+    row = model_privacy_checks(fit).set_index("check").loc["P5"]
+    assert row["verdict"] == "review"
+    assert "PD pca (1 leave-one-out refits not converged)" in row["result"]
+    assert released(fit)["checks"]["P5"] == "review"
+
+
+def test_the_p5_result_quotes_no_source_id_from_the_fit_diagnostics(monkeypatch):
+    # With no Newton step allowed for the modes, the fit's diagnostics name a patient whose
+    # mode did not converge: by its row, never by its source ID.
+    monkeypatch.setattr(_foce, "_MODE_ITERATIONS", 0)
+    data, roles = load_dataset("theo_sd")
+    data = data.assign(**{roles.id: "PT-" + data[roles.id].astype(str)})
+    with pytest.warns(FitWarning, match="modes of"):
+        fit = synpmx_model_estimate(data, roles)
+    assert any("did not converge" in message for message in fit.pk.diagnostics)
+    result = model_privacy_checks(fit).set_index("check").loc["P5", "result"]
+    assert "did not converge" in result
+    assert "PT-" not in result and "PT-" not in " ".join(fit.pk.diagnostics)
 
 
 # --- 4. Tiny studies --------------------------------------------------------------------------
