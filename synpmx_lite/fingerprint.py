@@ -654,7 +654,8 @@ def model_privacy_checks(
     pandas.DataFrame
         One row per check with columns ``check``, ``question``, ``verdict`` (pass, review or
         FAIL) and ``result``: ``none`` or what failed for P1-P3, ``smallest group k`` for P4,
-        and for P5 the largest move with the estimate's name, and how many were left out.
+        and for P5 the largest move with the estimate's name, how many were left out, and
+        which fit, if any, is not to be trusted (and why).
 
     Raises
     ------
