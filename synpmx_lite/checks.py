@@ -36,7 +36,10 @@ P4        Every released frequency has at least ``k`` patients on each side, and
 P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
           or more fails; a PD shape parameter's move counted past the second bar); the
           released PK and PD estimates are those of the fits whose influence was read; the
-          release's own P5 verdict agrees. Below 10 patients nobody can be left out, and the
+          release's own P5 verdict agrees. A fit that is not to be trusted (its diagnostics,
+          :attr:`synpmx_lite.estimation.PopulationFit.diagnostics`, a released PD model's fit
+          not converged, or leave-one-out refits of it not converged) makes a pass a review:
+          the readings are pulls on that fit. Below 10 patients nobody can be left out, and the
           result says so.
 ========  ==========================================================================
 
@@ -730,6 +733,23 @@ def _p5(
         result += f"; {privacy.left_out.patients} left out"
     if source.n * MAX_LEFT_OUT_SHARE < 1:
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
+    # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
+    # at its floor shrinks every pull to nothing) they cannot clear anyone, so they cannot pass.
+    # A fit whose flag says converged but whose diagnostics say otherwise (edited after the
+    # estimation) is not trusted either.
+    untrusted = []
+    if pk is not None and (not pk.converged or pk.diagnostics):
+        untrusted.append(f"PK ({'; '.join(pk.diagnostics) or 'not converged'})")
+    for name in _mapping(released.get("pd")):
+        if name in pd_fits and not pd_fits[name].converged:
+            untrusted.append(f"PD {name} (not converged)")
+        unsettled = privacy.unconverged_refits.get(name)
+        if unsettled:
+            untrusted.append(f"PD {name} ({unsettled} leave-one-out refits not converged)")
+    judged = verdict(value, privacy.review, privacy.fail)
+    if untrusted:
+        result += f"; fit not to be trusted: {', '.join(untrusted)}"
+        judged = "review" if judged == "pass" else judged
     problems = []
     fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
     if pk is None:
@@ -770,7 +790,7 @@ def _p5(
                     f"released PD {name} {key} {shown[key]:g} is not the estimate whose "
                     f"influence was read ({expected:g})"
                 )
-    return verdict(value, privacy.review, privacy.fail), result, problems
+    return judged, result, problems
 
 
 # --- The table --------------------------------------------------------------------------------
@@ -816,8 +836,8 @@ def release_checks(
     pandas.DataFrame
         One row per check with columns ``check``, ``question``, ``verdict`` (pass, review or
         FAIL) and ``result``: ``none`` or what failed for P1-P3, ``smallest group k`` (and
-        what failed) for P4, and for P5 the largest move with the estimate's name and how
-        many were left out.
+        what failed) for P4, and for P5 the largest move with the estimate's name, how many
+        were left out and which fit, if any, is not to be trusted (and why).
 
     Raises
     ------

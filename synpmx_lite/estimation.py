@@ -665,10 +665,11 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
     for i in np.flatnonzero((at_low | at_high) & ~floor):
         diagnostics.append(f"{names[i]} sits at a bound of its search range")
     if not final.converged.all():
-        bad = study.ids[~final.converged[0]]
+        # Rows of ``eta``, not source IDs: the diagnostics are quoted in the privacy checks.
+        bad = np.flatnonzero(~final.converged[0])
         diagnostics.append(
             f"the modes of {bad.size} patients did not converge within {_foce._MODE_ITERATIONS} "
-            f"Newton steps (first: {bad[0]!r})"
+            f"Newton steps (first: row {bad[0]} of eta)"
         )
     # Covariance step: R by central differences of the exact gradient, over the free
     # parameters; S from each patient's gradient.

@@ -282,10 +282,13 @@ def synpmx_model_estimate(
             pk, subset.covariates, continuous, pk_label=study.pk_endpoint, ids=subset.ids
         )
         pd_fits = _fit_pd(subset, min_arm_patients)
-        for model in pd_fits.values():
+        unconverged_refits = {}
+        for name, model in pd_fits.items():
             refits = pd_loo_refits(model)
             pd_moves = pd_influence_moves(model, refits, review=review, fail=fail)
             moves = moves.join(pd_moves).fillna(0.0)
+            if not refits["converged"].all():
+                unconverged_refits[name] = int((~refits["converged"]).sum())
         flagged = moves.index[(moves >= review).any(axis=1).to_numpy()]
         history.append(
             {
@@ -310,6 +313,7 @@ def synpmx_model_estimate(
         rounds=pd.DataFrame(history),
         review=review,
         fail=fail,
+        unconverged_refits=unconverged_refits,
     )
     return ModelFit(
         study=study,
@@ -650,7 +654,8 @@ def model_privacy_checks(
     pandas.DataFrame
         One row per check with columns ``check``, ``question``, ``verdict`` (pass, review or
         FAIL) and ``result``: ``none`` or what failed for P1-P3, ``smallest group k`` for P4,
-        and for P5 the largest move with the estimate's name, and how many were left out.
+        and for P5 the largest move with the estimate's name, how many were left out, and
+        which fit, if any, is not to be trusted (and why).
 
     Raises
     ------
@@ -676,10 +681,18 @@ def _free_frequencies(fingerprint: Fingerprint) -> int:
     return levels + arms + attendance + int(0 < fingerprint.dose_change_rate < 1)
 
 
-def _fit_status(fit: ModelFit) -> str:
-    """ "converged", or what makes the PK fit or a PD fit untrustworthy."""
-    problems = list(fit.pk.diagnostics) if fit.pk is not None else []
-    problems += [f"PD {name} not converged" for name, m in fit.pd.items() if not m.converged]
+def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
+    """ "converged", or what makes the PK fit or the fit of a released PD model untrustworthy
+    (the fits whose readings P5 judges)."""
+    problems = []
+    if fit.pk is not None and (not fit.pk.converged or fit.pk.diagnostics):
+        problems += list(fit.pk.diagnostics) or ["PK not converged"]
+    for name in fingerprint.pd:
+        if not fit.pd[name].converged:
+            problems.append(f"PD {name} not converged")
+        unsettled = fit.privacy.unconverged_refits.get(name)
+        if unsettled:
+            problems.append(f"PD {name}: {unsettled} leave-one-out refits not converged")
     return "; ".join(problems) or "converged"
 
 
@@ -706,7 +719,8 @@ def privacy_checks_across_studies(
         (attendance rates released below 1) and ``free_frequencies`` (category levels less
         one per covariate and per graded endpoint, arms less one, attendance rates below 1
         and dose-change rates strictly between 0 and 1), and ``fit``: "converged", or the
-        diagnostics of a PK or PD fit that is not to be trusted
+        diagnostics of the PK fit or of a released PD model's fit (or its leave-one-out
+        refits) that is not to be trusted, which P5 does not pass
         (:class:`synpmx_lite.estimation.FitWarning` is not raised here; this column carries
         it).
     """
@@ -745,7 +759,7 @@ def privacy_checks_across_studies(
                     e["attendance"] < 1 for e in fingerprint.endpoints.values()
                 ),
                 "free_frequencies": _free_frequencies(fingerprint),
-                "fit": _fit_status(fit),
+                "fit": _fit_status(fit, fingerprint),
             }
         )
     return pd.DataFrame(rows)

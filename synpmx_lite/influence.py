@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -347,6 +347,10 @@ class PrivacyReport:
         One row per round: patients fitted, patients flagged, the largest move.
     review, fail : float
         The thresholds.
+    unconverged_refits : dict
+        For each PD endpoint some of whose leave-one-out refits (last round) did not converge,
+        how many did not: their moves may understate those patients' influence, so that the
+        checks do not pass them.
     """
 
     left_out: LeftOut
@@ -355,6 +359,7 @@ class PrivacyReport:
     rounds: pd.DataFrame
     review: float
     fail: float
+    unconverged_refits: dict = field(default_factory=dict)
 
     @property
     def largest(self) -> pd.Series:

@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_array, check_real
-from .estimation import FitWarning
+from .estimation import _UNDETERMINED_LOG_SE, FitWarning
 from .study import StudyEvents
 
 __all__ = ["PD_SHAPES", "PdFit", "fit_pd_endpoint", "pd_endpoints", "pd_loo_refits", "pd_response"]
@@ -73,6 +73,13 @@ _ITERATIONS = 60
 _GRADIENT_TOLERANCE = 1e-3  # OFV units per internal unit
 _LOG_BOUND = 20.0
 _SPREAD_FLOOR = 1e-3  # omega / baseline below which the spread is not identified
+# A second difference carries a rounding error of about eps |OFV| / step^2; a Hessian eigenvalue
+# within this many such errors of zero has no sign that can be read, so its direction is taken
+# as flat (the data do not determine it), not as curved.
+_CURVATURE_MARGIN = 10.0
+# The internal coordinate of the first shape parameter (slope, plateau, depth): signed, not on
+# the log scale, so that no relative standard error judges it (an effect near 0 is a finding).
+_SIGNED_COORDINATE = 1
 
 
 def pd_response(shape: str, parameters: dict, time: object) -> np.ndarray:
@@ -188,10 +195,11 @@ def _differences(k: int) -> np.ndarray:
 
 
 def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tuple:
-    """Damped Newton on a batch of fits ``x`` ``(B, k)``: optima, OFVs, gradient norms.
+    """Damped Newton on a batch of fits ``x`` ``(B, k)``.
 
-    A fit stops moving once its gradient vanishes, so its derivatives are not evaluated again:
-    each iteration differentiates only the fits still moving.
+    Returns the optima, their OFVs, gradient norms and the Hessians there (see
+    :func:`_at_minimum`). A fit stops moving once its gradient vanishes, so its derivatives are
+    not evaluated again: each iteration differentiates only the fits still moving.
     """
     x = np.array(x, dtype=float)
     batch, k = x.shape
@@ -201,6 +209,7 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
     value = _objective(shape, data, x, weights)
     gradient = np.zeros((batch, k))
     converged = np.zeros(batch, dtype=bool)
+    hessians = np.full((batch, k, k), np.nan)
     for _ in range(_ITERATIONS):
         moving = np.flatnonzero(~converged)
         points = (x[moving, None, :] + offsets[None]).reshape(-1, k)
@@ -218,12 +227,14 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
             hessian[:, a, b] = hessian[:, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
         finite = np.isfinite(gradient[moving]).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
         converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < _GRADIENT_TOLERANCE)
+        hessians[moving] = hessian
+        hessian = np.where(finite[:, None, None], hessian, np.eye(k))
         stepping = ~converged[moving]
         if not stepping.any():
             break
         rows = moving[stepping]
         step_gradient = np.where(finite[:, None], gradient[moving], 0.0)[stepping]
-        hessian = np.where(finite[:, None, None], hessian, np.eye(k))[stepping]
+        hessian = hessian[stepping]
         diagonal = diagonal[stepping]
         # Levenberg-Marquardt: a step on H + lambda (|diag H| + 1) I, lambda adapted per row.
         improved = np.zeros(rows.size, dtype=bool)
@@ -246,7 +257,30 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
             if improved.all():
                 break
             damping[rows] = np.where(~improved, damping[rows] * 10, damping[rows])
-    return x, value, np.abs(gradient).max(axis=1)
+    return x, value, np.abs(gradient).max(axis=1), hessians
+
+
+def _at_minimum(value: np.ndarray, hessian: np.ndarray) -> np.ndarray:
+    """Whether each Hessian ``(B, k, k)`` is positive definite beyond its rounding error.
+
+    A point where the gradient vanishes but the OFV does not curve up in every direction is a
+    saddle, or lies along a direction the data do not determine: not a minimum.
+    """
+    finite = np.isfinite(hessian).all(axis=(1, 2))
+    safe = np.where(finite[:, None, None], hessian, np.eye(hessian.shape[-1]))
+    rounding = np.finfo(float).eps * np.maximum(np.abs(value), 1.0) / _STEP**2
+    return finite & (np.linalg.eigvalsh(safe)[:, 0] > _CURVATURE_MARGIN * rounding)
+
+
+def _undetermined(hessian: np.ndarray) -> bool:
+    """Whether the data leave a log-scale estimate of a fit at a minimum undetermined.
+
+    Its standard error, from the inverse observed information (:math:`2H^{-1}` on the OFV's
+    scale), exceeds the bound of the PK fit's diagnostics: a 95 % interval wider than a factor
+    100 either way (RSE above 235 %).
+    """
+    se = np.sqrt(np.diag(2 * np.linalg.inv(hessian)))
+    return bool((np.delete(se, _SIGNED_COORDINATE) > _UNDETERMINED_LOG_SE).any())
 
 
 @dataclass(frozen=True)
@@ -268,7 +302,11 @@ class PdFit:
     ofv : float
         Objective function value (-2 log-likelihood less :math:`N_{obs}\\log 2\\pi`).
     converged : bool
-        Whether the gradient vanished at the optimum and the spread was identified.
+        Whether the gradient vanished at the optimum, the Hessian there is positive definite
+        beyond its rounding error (a minimum, not a saddle or a direction the data do not
+        determine), every estimate on the log scale (all but the slope, plateau or depth) has
+        a standard error under the PK fit's bound (RSE below 235 %), and the spread was
+        identified.
     n_patients, n_observations : int
         Patients and observations fitted.
     candidates : pandas.DataFrame
@@ -436,12 +474,20 @@ def fit_pd_endpoint(
     rows, fits = [], {}
     for shape in shapes:
         starts = _starts(shape, data)
-        x, value, gradient = _newton(shape, data, starts, np.repeat(weights, len(starts), 0))
+        x, value, gradient, hessian = _newton(
+            shape, data, starts, np.repeat(weights, len(starts), 0)
+        )
         best = int(np.argmin(value))
         estimates = _natural(shape, x[best], data.time_scale)
         identified = estimates["baseline_sd"] > _SPREAD_FLOOR * estimates["baseline"]
-        converged = bool(np.isfinite(value[best]) and gradient[best] < _GRADIENT_TOLERANCE)
-        converged = converged and bool(identified)
+        # The standard errors are read only at a minimum, where the Hessian can be inverted.
+        converged = bool(
+            np.isfinite(value[best])
+            and gradient[best] < _GRADIENT_TOLERANCE
+            and identified
+            and _at_minimum(value, hessian)[best]
+            and not _undetermined(hessian[best])
+        )
         k = x.shape[1]
         fits[shape] = (x[best], float(value[best]), converged)
         rows.append(
@@ -461,8 +507,9 @@ def fit_pd_endpoint(
     if not converged:
         warnings.warn(
             f"PD model of {endpoint!r} ({shape} shape) is not to be trusted: the optimizer "
-            "did not reach a stationary point, or the baseline's between-subject spread "
-            "collapsed",
+            "did not reach a minimum (a stationary point where the OFV curves up in every "
+            "direction), the data do not determine an estimate (RSE above 235 %), or the "
+            "baseline's between-subject spread collapsed",
             FitWarning,
             stacklevel=2,
         )
@@ -502,9 +549,13 @@ def pd_loo_refits(fit: PdFit) -> pd.DataFrame:
         raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
     n = fit.n_patients
     weights = 1.0 - np.eye(n)
-    x, value, gradient = _newton(fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights)
+    x, value, gradient, hessian = _newton(
+        fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights
+    )
     table = pd.DataFrame(
         _natural(fit.shape, x, fit.data.time_scale), index=pd.Index(fit.ids, name="id")
     )
-    table["converged"] = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE)
+    # A refit is judged on reaching its minimum only: its estimates are the moves to read.
+    converged = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE)
+    table["converged"] = converged & _at_minimum(value, hessian)
     return table

@@ -14,14 +14,16 @@ import pandas as pd
 import pytest
 from simulated import SIMULATED_ROLES, known_fingerprint, small_study
 
+from synpmx_lite import _foce
 from synpmx_lite import fingerprint as builder
 from synpmx_lite.cases import constructed_warfarin_cases
+from synpmx_lite.estimation import FitWarning
 from synpmx_lite.fingerprint import model_fingerprint, model_privacy_checks, synpmx_model_estimate
 from synpmx_lite.generate import synpmx_model_generate
 from synpmx_lite.protections import fold_categories, loq_floor
 from synpmx_lite.release import Fingerprint
 from synpmx_lite.rounding import round_significant
-from synpmx_lite.study import prepare_study
+from synpmx_lite.study import load_dataset, prepare_study
 
 # --- Helpers ----------------------------------------------------------------------------------
 
@@ -294,6 +296,103 @@ def test_p5_fails_when_a_patient_moves_an_estimate_far():
     cases = constructed_warfarin_cases()
     kept = synpmx_model_estimate(cases.misdosed, cases.roles, drop_influential=False)
     assert model_privacy_checks(kept).set_index("check").loc["P5", "verdict"] == "FAIL"
+
+
+def _untrusted(fit, *, pk=False, pd=None):
+    """The fit with its PK fit, or PD model ``pd``, marked as failing its diagnostics."""
+    if pk:
+        fit = dataclasses.replace(
+            fit,
+            pk=dataclasses.replace(fit.pk, converged=False, diagnostics=("SD of ka at its floor",)),
+        )
+    if pd is not None:
+        models = dict(fit.pd)
+        models[pd] = dataclasses.replace(models[pd], converged=False)
+        fit = dataclasses.replace(fit, pd=models)
+    return fit
+
+
+def test_p5_does_not_pass_readings_from_a_fit_that_is_not_to_be_trusted():
+    # An SD at its floor shrinks every patient's pull to nothing: a pass read from such a fit
+    # would certify what it cannot see.
+    trusted = synpmx_model_estimate(*load_dataset("warfarin"))
+    checks = model_privacy_checks(trusted).set_index("check")
+    assert checks.loc["P5", "verdict"] == "pass"
+    assert "not to be trusted" not in checks.loc["P5", "result"]
+    for untrusted, named in (
+        (_untrusted(trusted, pk=True), "PK (SD of ka at its floor)"),
+        (_untrusted(trusted, pd="pca"), "PD pca"),
+    ):
+        row = model_privacy_checks(untrusted).set_index("check").loc["P5"]
+        assert row["verdict"] == "review", row["result"]
+        assert f"fit not to be trusted: {named}" in row["result"]
+        # The release states it, and a release claiming a pass fails.
+        release = released(untrusted)
+        assert release["checks"]["P5"] == "review"
+        release["checks"]["P5"] = "pass"
+        fails(untrusted, release, "P5", "the check finds 'review'")
+
+
+def test_a_fail_read_from_an_untrusted_fit_stays_a_fail():
+    cases = constructed_warfarin_cases()
+    kept = synpmx_model_estimate(cases.misdosed, cases.roles, drop_influential=False)
+    row = model_privacy_checks(_untrusted(kept, pk=True)).set_index("check").loc["P5"]
+    assert row["verdict"] == "FAIL"
+    assert "fit not to be trusted" in row["result"]
+
+
+def test_a_public_study_whose_fit_fails_its_diagnostics_does_not_pass_p5():
+    with pytest.warns(FitWarning):
+        fit = synpmx_model_estimate(*load_dataset("pheno_sd"))
+    assert not fit.pk.converged
+    assert fit.privacy.largest["verdict"] == "pass"  # the readings alone would pass
+    assert model_privacy_checks(fit).set_index("check").loc["P5", "verdict"] == "review"
+
+
+def test_a_fit_edited_to_look_converged_is_not_trusted():
+    # The flag and the diagnostics disagree: the diagnostics win, and a flag without them is
+    # still a flag.
+    trusted = synpmx_model_estimate(*load_dataset("warfarin"))
+    for pk, named in (
+        (dataclasses.replace(trusted.pk, diagnostics=("SD of ka at its floor",)), "PK (SD of ka"),
+        (dataclasses.replace(trusted.pk, converged=False), "PK (not converged)"),
+    ):
+        row = model_privacy_checks(dataclasses.replace(trusted, pk=pk)).set_index("check")
+        assert row.loc["P5", "verdict"] == "review"
+        assert named in row.loc["P5", "result"]
+
+
+def test_p5_does_not_pass_readings_from_leave_one_out_refits_that_did_not_converge(monkeypatch):
+    # A PD reading comes from refits without each patient; a refit that stopped short of its
+    # optimum may understate that patient's pull, so it cannot clear anyone.
+    refits = builder.pd_loo_refits
+
+    def one_unsettled(model):
+        table = refits(model)
+        return table.assign(converged=np.r_[False, table["converged"].to_numpy()[1:]])
+
+    monkeypatch.setattr(builder, "pd_loo_refits", one_unsettled)
+    with pytest.warns(FitWarning, match="leave-one-out refit"):
+        fit = synpmx_model_estimate(*load_dataset("warfarin"))
+    assert fit.privacy.largest["verdict"] == "pass"  # the readings alone would pass
+    row = model_privacy_checks(fit).set_index("check").loc["P5"]
+    assert row["verdict"] == "review"
+    assert "PD pca (1 leave-one-out refits not converged)" in row["result"]
+    assert released(fit)["checks"]["P5"] == "review"
+
+
+def test_the_p5_result_quotes_no_source_id_from_the_fit_diagnostics(monkeypatch):
+    # With no Newton step allowed for the modes, the fit's diagnostics name a patient whose
+    # mode did not converge: by its row, never by its source ID.
+    monkeypatch.setattr(_foce, "_MODE_ITERATIONS", 0)
+    data, roles = load_dataset("theo_sd")
+    data = data.assign(**{roles.id: "PT-" + data[roles.id].astype(str)})
+    with pytest.warns(FitWarning, match="modes of"):
+        fit = synpmx_model_estimate(data, roles)
+    assert any("did not converge" in message for message in fit.pk.diagnostics)
+    result = model_privacy_checks(fit).set_index("check").loc["P5", "result"]
+    assert "did not converge" in result
+    assert "PT-" not in result and "PT-" not in " ".join(fit.pk.diagnostics)
 
 
 # --- 4. Tiny studies --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synpmx_lite import pd as pd_module
 from synpmx_lite.cases import constructed_warfarin_cases
 from synpmx_lite.estimation import FitWarning
 from synpmx_lite.fingerprint import (
@@ -314,3 +315,57 @@ def test_shape_moves_refuse_refits_without_a_parameter_or_with_nan():
         pd_shape_moves(fit, refits.drop(columns="slope"))
     with pytest.raises(ValueError, match="finite"):
         pd_influence_moves(fit, refits.assign(slope=np.r_[np.nan, refits["slope"][1:]]))
+
+
+@pytest.mark.parametrize("sign, minimum", [(1.0, True), (-1.0, False)])
+def test_a_saddle_point_is_not_taken_for_a_minimum(monkeypatch, sign, minimum):
+    # x0^2 + sign * x1^2: a minimum at the origin, or a saddle whose gradient vanishes there.
+    monkeypatch.setattr(
+        pd_module, "_objective", lambda shape, data, x, weights: x[:, 0] ** 2 + sign * x[:, 1] ** 2
+    )
+    start = np.array([[1.0, 0.0], [0.0, 0.0]])
+    x, value, gradient, hessian = pd_module._newton("slope", None, start, np.ones((2, 1)))
+    np.testing.assert_allclose(x, 0.0, atol=1e-6)
+    assert (gradient < 1e-3).all()
+    assert (pd_module._at_minimum(value, hessian) == minimum).all()
+
+
+def test_a_direction_flat_to_rounding_error_is_not_taken_for_a_minimum(monkeypatch):
+    # An OFV near 1000 whose curvature along x1 (2e-9) lies far below the rounding error of a
+    # second difference (about 2e-5): the sign read there is noise, and must not count as a
+    # minimum, while a curvature well above it does.
+    rng = np.random.default_rng(5)
+    start = np.column_stack([0.5 + 0.01 * rng.standard_normal(20), rng.standard_normal(20)])
+    for curvature, minimum in ((1e-9, False), (1.0, True)):
+        monkeypatch.setattr(
+            pd_module,
+            "_objective",
+            lambda shape, data, x, weights, c=curvature: 1000 + x[:, 0] ** 2 + c * x[:, 1] ** 2,
+        )
+        _, value, gradient, hessian = pd_module._newton("slope", None, start, np.ones((20, 1)))
+        assert (gradient < 1e-3).all()
+        assert (pd_module._at_minimum(value, hessian) == minimum).all()
+
+
+def test_a_fit_or_refit_at_no_minimum_does_not_count_as_converged(monkeypatch):
+    study = prepare_study(simulated_pd_study("plateau", n=12), ROLES)
+    fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    assert fit.converged and pd_loo_refits(fit)["converged"].all()
+    monkeypatch.setattr(pd_module, "_at_minimum", lambda value, hessian: np.zeros(len(value), bool))
+    with pytest.warns(FitWarning, match="not to be trusted"):
+        assert not fit_pd_endpoint(study, "effect", shapes=("plateau",)).converged
+    assert not pd_loo_refits(fit)["converged"].any()
+
+
+def test_a_rate_the_data_do_not_determine_is_not_converged(monkeypatch):
+    # An endpoint that does not change: a plateau near 0 leaves its rate free, so the fit sits
+    # at a minimum whose log rate has a standard error far past the PK fit's bound. The slope
+    # (near 0, signed, judged by no RSE) describes the same data and is chosen.
+    monkeypatch.setitem(TRUE["slope"], "slope", 0.0)
+    study = prepare_study(simulated_pd_study("slope", n=40, seed=1), ROLES)
+    with pytest.warns(FitWarning, match="do not determine"):
+        plateau = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    assert not plateau.converged
+    chosen = fit_pd_endpoint(study, "effect")
+    assert chosen.converged and chosen.shape == "slope"
+    assert abs(chosen.parameters["slope"]) < 1e-3
