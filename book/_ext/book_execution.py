@@ -1,6 +1,6 @@
-"""Sphinx extension: the executed chapters follow the package, and rebuilds are identical.
+"""Sphinx extension: chapters follow the package, run side by side, and rebuild identically.
 
-It does two things myst-nb's cached execution does not do for this book.
+It does what myst-nb's cached execution does not do for this book.
 
 **Re-execute the chapters when the package changes.** jupyter-cache keys each notebook on its
 own code cells, and Sphinx re-reads a page only when the page's source changes, so after an
