@@ -15,7 +15,8 @@ working tree (the files git tracks or would track), with that copy's package on
 The chapters execute side by side, as many at a time as ``execution_workers`` in
 ``_config.yml`` says (0: one per available CPU); ``--workers`` sets it in the copy. It then
 prints each chapter's execution time as jupyter-cache recorded it in the last full build, and
-their sum (the time they would take one after another).
+their sum. Chapters executed side by side share the CPUs, so each one's time is longer than
+alone and the sum is more than the chapters take one after another (``--workers 1``).
 
 The last line is ``cold_build_seconds: X (Y times an empty book of Z s)``.
 """
@@ -126,7 +127,7 @@ def main() -> None:
     print("chapter execution (jupyter-cache, last build):")
     for name, seconds in chapters.items():
         print(f"  {name:<28} {seconds:6.1f} s")
-    print(f"  {'one after another':<28} {sum(chapters.values()):6.1f} s")
+    print(f"  {'sum':<28} {sum(chapters.values()):6.1f} s")
     empty_seconds, full_seconds = statistics.median(empty), statistics.median(full)
     print(f"empty_book_seconds: {empty_seconds:.1f} (median of {len(empty)})")
     print(

@@ -77,12 +77,24 @@ def laplace_scale(
     -------
     float
         The scale :math:`b`.
+
+    Raises
+    ------
+    ValueError
+        For a scale that overflows a float, or underflows to zero (an epsilon near zero or
+        beyond about 1e300).
     """
     contributors = check_real(contributors, "contributors", low=0, low_open=True)
     released = check_count(released, "released")
     epsilon = check_real(epsilon, "epsilon", low=0, low_open=True)
     span = check_real(span, "span", low=0, low_open=True)
-    return released * span / (contributors * epsilon)
+    scale = released * span / (contributors * epsilon)
+    if not 0 < scale < np.inf:
+        raise ValueError(
+            f"the Laplace scale for epsilon={epsilon:g}, released={released}, span={span:g} "
+            f"and contributors={contributors:g} is {scale:g}: beyond what a float holds"
+        )
+    return scale
 
 
 def median_fold_error(scale: object) -> np.ndarray:
@@ -223,6 +235,10 @@ def opendp_clipped_mean(contributors: int, scale: float, *, prior: float = 0.0) 
     return space >> dp.t.then_mean() >> dp.m.then_laplace(scale=scale)
 
 
+# The search bracket of opendp_certificate stays within the positive floats.
+_SMALLEST_SCALE, _LARGEST_SCALE = float(np.nextafter(0.0, 1.0)), float(np.finfo(float).max)
+
+
 @dataclass(frozen=True)
 class LaplaceCertificate:
     r"""The formula's Laplace scale for one released number, checked against OpenDP's privacy map.
@@ -292,14 +308,13 @@ def opendp_certificate(
     epsilon = check_real(epsilon, "epsilon", low=0, low_open=True)
     budget = epsilon / released
     formula = laplace_scale(contributors, released, epsilon=epsilon)
-    # Bracketed a hundredfold either side of the formula, OpenDP's search builds the
-    # measurement about 70 times instead of about 1,100; a scale outside the bracket (a formula
-    # wrong by more than a factor of 100) is OpenDP's ValueError, not a number.
+    # Bracketed a hundredfold either side of the formula (within the positive floats), OpenDP's
+    # search builds the measurement about 60 times instead of about 1,100; a scale outside the
+    # bracket (a formula wrong by more than a factor of 100) is OpenDP's ValueError, not a
+    # number.
+    bounds = (max(formula / 100, _SMALLEST_SCALE), min(formula * 100, _LARGEST_SCALE))
     searched = dp.binary_search_param(
-        lambda s: opendp_clipped_mean(contributors, s),
-        d_in=2,
-        d_out=budget,
-        bounds=(formula / 100, formula * 100),
+        lambda s: opendp_clipped_mean(contributors, s), d_in=2, d_out=budget, bounds=bounds
     )
     return LaplaceCertificate(
         contributors=contributors,

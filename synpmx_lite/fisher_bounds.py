@@ -133,6 +133,13 @@ def mean_release_fil(
         ``cramer_rao_sd`` (:math:`1/\eta`, the least standard deviation of an unbiased
         estimate of one of the patient's values) and ``estimator_sd`` (that of the natural
         unbiased estimate, ``patients`` times the release less the others' share).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments, or a budget OpenDP cannot calibrate: a Laplace scale beyond what a
+        float holds, or a Gaussian scale so small that OpenDP's conversion from
+        zero-concentrated DP overflows (an epsilon beyond about 10,000).
     """
     epsilons = np.atleast_1d(check_array(epsilon, "epsilon"))
     if epsilons.ndim != 1 or np.any(epsilons <= 0):
@@ -144,16 +151,24 @@ def mean_release_fil(
     l1, l2 = released * width / patients, np.sqrt(released) * width / patients
     rows = []
     for eps in epsilons:
-        # The Laplace scale is l1 / epsilon exactly: bracketing the search around it takes
-        # about 60 constructions of the measurement instead of OpenDP's default ~1,100. The
-        # Gaussian search keeps the default bracket, which steps past scales so small that
-        # OpenDP's zCDP conversion overflows.
-        laplace = dp.binary_search_param(
-            _laplace, d_in=l1, d_out=float(eps), bounds=(l1 / eps / 2, 2 * l1 / eps)
-        )
-        gaussian = dp.binary_search_param(
-            lambda s: _gaussian(s, delta), d_in=float(l2), d_out=(float(eps), delta)
-        )
+        # The Laplace scale is l1 / epsilon: the search is bracketed around it. (OpenDP's own
+        # bracket search ends near 2**49 and misses the scale of a budget below about 1e-13.)
+        scale = l1 / float(eps)
+        if not 0 < scale < np.inf:
+            raise ValueError(f"epsilon {eps:g} gives a Laplace scale beyond what a float holds")
+        try:
+            laplace = dp.binary_search_param(
+                _laplace, d_in=l1, d_out=float(eps), bounds=(scale / 2, 2 * scale)
+            )
+            gaussian = dp.binary_search_param(
+                lambda s: _gaussian(s, delta), d_in=float(l2), d_out=(float(eps), delta)
+            )
+        except dp.OpenDPException as error:
+            # The zCDP conversion overflows at tiny noise scales (a large epsilon).
+            raise ValueError(
+                f"OpenDP cannot calibrate the noise for epsilon {eps:g} (delta {delta:g}, "
+                f"{released} numbers of width {width:g} over {patients} patients): {error}"
+            ) from error
         # A Laplace variable of scale b has variance 2 b^2; a Gaussian one sigma^2.
         rows.append(("Laplace", eps, laplace, np.sqrt(2) * laplace))
         rows.append(("Gaussian", eps, gaussian, gaussian))

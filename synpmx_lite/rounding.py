@@ -90,8 +90,12 @@ def round_significant(values: object, figures: int) -> np.ndarray:
     fast &= ~(near_half | off_by_a_digit)
     rounded = np.copysign(np.where(exponent >= 0, whole / power, whole * power), flat)
     rounded[~nonzero] = flat[~nonzero]
-    # Data repeat their values (nominal times, doses), so each distinct value is rounded once.
+    # Data repeat their values (nominal times, doses), so each distinct value is rounded once,
+    # in the order the values come, so that an error names the first value at fault.
     slow = np.flatnonzero(nonzero & ~fast)
-    distinct, where = np.unique(flat[slow], return_inverse=True)
-    rounded[slow] = np.array([_round_one(float(v), figures) for v in distinct])[where]
+    distinct, first, where = np.unique(flat[slow], return_index=True, return_inverse=True)
+    once = np.empty(distinct.size)
+    for index in np.argsort(first):
+        once[index] = _round_one(float(distinct[index]), figures)
+    rounded[slow] = once[where]
     return rounded.reshape(values.shape)

@@ -1,6 +1,8 @@
 """Tests of synpmx_lite.dp_noise: the appendix table by hand, and OpenDP's privacy map against the
 formula."""
 
+import re
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -69,6 +71,34 @@ def test_the_privacy_map_catches_a_scale_set_for_the_wrong_cohort():
     spent = opendp_clipped_mean(60, laplace_scale(120, 11)).map(2)
     assert spent == pytest.approx(2 / 11, rel=1e-9)
     assert opendp_certificate(60, 11).opendp_scale == pytest.approx(2 * laplace_scale(120, 11))
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-12, 1e-3, 1e3, 1e12, 1e300])
+@pytest.mark.parametrize(("contributors", "released"), [(2, 1), (60, 11), (10**6, 1000)])
+def test_the_certificates_bracket_holds_the_scale_for_any_budget(contributors, released, epsilon):
+    # The search is bracketed a hundredfold around the formula: the smallest scale OpenDP
+    # certifies must lie inside it for tiny and huge budgets alike (found: the search failed
+    # below epsilon 1e-12 before it was bracketed, and a bracket past the largest float asked
+    # OpenDP for an infinite scale).
+    certificate = opendp_certificate(contributors, released, epsilon=epsilon)
+    assert certificate.largest_gap() < 1e-7
+
+
+def test_the_certificates_bracket_stops_at_the_largest_float():
+    # The formula's scale is 1.5e307, a hundred times it is no float.
+    assert opendp_certificate(2, 11, epsilon=1e-306).largest_gap() < 1e-9
+
+
+@pytest.mark.parametrize(
+    ("contributors", "epsilon", "scale"),
+    [(2, 1e-310, "inf"), (2, 1.7e308, "0"), (10**9, 1e300, "0")],
+)
+def test_a_scale_beyond_the_floats_is_refused_naming_the_budget(contributors, epsilon, scale):
+    named = re.escape(f"epsilon={epsilon:g}")
+    with pytest.raises(ValueError, match=rf"{named}.* is {scale}: beyond what a float holds"):
+        laplace_scale(contributors, 1, epsilon=epsilon)
+    with pytest.raises(ValueError, match=named):
+        opendp_certificate(contributors, 1, epsilon=epsilon)
 
 
 def test_the_clipped_mean_sensitivity_is_the_span_over_the_contributors():

@@ -60,6 +60,18 @@ def test_mean_release_gaussian_is_no_noisier_than_the_simple_conversion():
     np.testing.assert_allclose(gaussian["eta"] * gaussian["scale"] * n, 1)
 
 
+def test_tiny_budgets_are_calibrated_and_impossible_ones_refused_with_the_budget_named():
+    # Found in review: OpenDP's own search bracket missed the Laplace scale of a budget below
+    # about 1e-13, and its zCDP conversion overflows at large budgets deep inside OpenDP.
+    table = mean_release_fil([1e-100, 1e-12], patients=60, released=11)
+    laplace = table[table["mechanism"] == "Laplace"]
+    np.testing.assert_allclose(laplace["scale"], 11 * CLIPPING_SPAN / (60 * laplace["epsilon"]))
+    with pytest.raises(ValueError, match="epsilon 1e-310 gives a Laplace scale beyond"):
+        mean_release_fil(1e-310, patients=60, released=11)
+    with pytest.raises(ValueError, match="OpenDP cannot calibrate the noise for epsilon 1e"):
+        mean_release_fil([1.0, 1e6], patients=60, released=11)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="epsilon"):
         mean_release_fil(0.0, patients=10, released=2)

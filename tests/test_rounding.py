@@ -72,6 +72,12 @@ def test_a_rounded_value_beyond_the_largest_float_is_refused(value, figures):
         round_significant([1.0, value], figures)
 
 
+def test_the_refusal_names_the_first_value_at_fault():
+    # Each distinct value is rounded once; the error still names the first one in the data.
+    with pytest.raises(ValueError, match=r"values: 1\.7e\+308 rounded"):
+        round_significant([1.0, 1.7e308, -1.7e308, 1.7e308], 1)
+
+
 @given(finite_floats, any_figures)
 @example(0.0615, 2)
 @example(1e23, 1)

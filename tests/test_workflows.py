@@ -9,14 +9,19 @@ import ast
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import jupytext
 import nbformat
 import pytest
 import yaml
+from jupyter_cache import get_cache
+from sphinx.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -192,6 +197,120 @@ def test_chapters_execute_side_by_side_and_a_failing_one_is_still_reported(book)
         r"\x1b\[[0-9;]*m", "", report.read_text()
     )
     assert page(book, "second").count("Table 1") == 2
+    # The cache's records are those myst-nb writes when it executes a chapter itself.
+    records = get_cache(book / "_build" / ".jupyter_cache").list_project_records()
+    tracebacks = {Path(record.uri).name: record.traceback for record in records}
+    assert sorted(tracebacks) == ["chapter.md", "second.md", "third.md"]
+    assert tracebacks["chapter.md"] is None and tracebacks["second.md"] is None
+    assert "deliberately broken" in tracebacks["third.md"]
+
+
+def use_chapters(book: Path, **chapters: str) -> None:
+    """Replace the scratch book's chapters by ``name=code`` chapters, in the table of contents."""
+    (book / "book" / "chapter.md").unlink()
+    for name, code in chapters.items():
+        write_chapter(book, code, name=name)
+    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
+    (book / "_toc.yml").write_text(toc + "".join(f"  - file: book/{n}\n" for n in chapters))
+
+
+def test_a_kernel_that_dies_fails_the_build_as_myst_nb_does_and_the_rest_is_cached(book):
+    # Found in review: a chapter whose kernel died stopped the extension with an error of its
+    # own, and the chapters that had passed beside it were not cached.
+    use_chapters(
+        book,
+        alive="print('alive')",
+        dies="import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+        third="print('third')",
+    )
+    result = build(book)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "dies.md could not execute (DeadKernelError" in log
+    assert "execute_side_by_side" not in log  # myst-nb, executing it again, stops the build
+    assert "DeadKernelError: Kernel died" in log
+    cached = get_cache(book / "_build" / ".jupyter_cache").list_cache_records()
+    assert sorted(Path(record.uri).name for record in cached) == ["alive.md", "third.md"]
+
+
+def test_notebook_settings_myst_nb_refuses_are_left_to_it(book):
+    # Found in review: notebook metadata myst-nb cannot apply (it warns, and executes under
+    # the book's settings) stopped the side-by-side execution with a TypeError.
+    use_chapters(book, chapter="print('one')", second="print('two')")
+    chapter = book / "book" / "chapter.md"
+    unknown = "mystnb:\n  no_such_setting: 1\nkernelspec:"
+    chapter.write_text(chapter.read_text().replace("kernelspec:", unknown))
+    result = build(book)
+    log = result.stdout + result.stderr
+    assert "Failed to update configuration with notebook metadata" in log
+    assert "execute_side_by_side" not in log
+    assert "executed chapter.md" in log and "one" in page(book)
+
+
+def test_ctrl_c_stops_the_chapters_executing_side_by_side_at_once(book):
+    # Found in review: the build went on until every running chapter had finished.
+    sleeper = "import os, time\nopen('{0}.pid', 'w').write(str(os.getpid()))\ntime.sleep(300)"
+    use_chapters(book, chapter=sleeper.format("chapter"), second=sleeper.format("second"))
+    process = subprocess.Popen(
+        [BIN / "jupyter-book", "build", book, "-W", "-n", "--keep-going"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(book)},
+        start_new_session=True,  # a terminal's Ctrl-C: SIGINT to the build's process group
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    pid_files = [book / "book" / f"{name}.pid" for name in ("chapter", "second")]
+    kernels = []
+    try:
+        deadline = time.monotonic() + 120
+        while not all(path.exists() and path.read_text() for path in pid_files):
+            assert process.poll() is None and time.monotonic() < deadline, "no kernel ran"
+            time.sleep(0.2)
+        kernels = [int(path.read_text()) for path in pid_files]
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=30) != 0
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in kernels) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(alive(pid) for pid in kernels)
+    finally:  # leave nothing running, whatever failed
+        for pid in [process.pid, *kernels]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_cpus_are_counted_where_the_system_has_no_affinity_call(monkeypatch):
+    # Found in review: os.sched_getaffinity exists on Linux only; the build failed on a Mac.
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert book_execution._available_cpus() == 6
+
+
+@pytest.mark.parametrize("workers", [-1, True, "2", 1.5])
+def test_execution_workers_must_be_zero_or_a_positive_whole_number(workers):
+    config = SimpleNamespace(execution_workers=workers)
+    with pytest.raises(ConfigError, match="execution_workers must be 0"):
+        book_execution.check_execution_workers(None, config)
+
+
+def test_kernels_side_by_side_get_a_share_of_the_cpus_only_while_they_run(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")  # the builder's own choice stays
+    with book_execution._threads_per_kernel(2):
+        assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "2"
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+    assert "OMP_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
 
 
 def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):

@@ -1,6 +1,6 @@
-"""Sphinx extension: the executed chapters follow the package, and rebuilds are identical.
+"""Sphinx extension: chapters follow the package, run side by side, and rebuild identically.
 
-It does two things myst-nb's cached execution does not do for this book.
+It does what myst-nb's cached execution does not do for this book.
 
 **Re-execute the chapters when the package changes.** jupyter-cache keys each notebook on its
 own code cells, and Sphinx re-reads a page only when the page's source changes, so after an
@@ -16,8 +16,9 @@ after another. Before reading, the chapters to be read whose code the execution 
 hold are executed together, as many at a time as the ``execution_workers`` setting allows (by
 default one per available CPU, each kernel with its share of the CPUs for numpy's threads), and
 their results cached as myst-nb would cache them; myst-nb then reads every chapter from the
-cache. A chapter that fails is not cached, so myst-nb executes
-it again and reports the failure as it always does.
+cache. A chapter that fails (a cell's error, a timeout, a kernel that dies) is not cached, so
+myst-nb executes it again and reports the failure as it always does: a failing chapter runs
+twice. Ctrl-C stops the kernels and the build at once, as it stops myst-nb's own execution.
 
 **Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
 writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
@@ -60,23 +61,31 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext, suppress
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 import nbformat
 from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
-from jupyter_cache.executors.utils import single_nb_execution
+from jupyter_cache.cache.db import NbProjectRecord
+from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
+from jupyter_client import AsyncKernelManager
+from myst_nb.core.config import NbParserConfig
+from myst_nb.core.nb_to_tokens import nb_node_to_dict
 from myst_nb.core.read import create_nb_reader
 from myst_nb.core.utils import coalesce_streams
 from myst_nb.ext.glue import extract_glue_data_cell
 from myst_nb.sphinx_ import NbMetadataCollector
 from myst_nb.sphinx_ext import add_global_html_resources
 from sphinx.application import Sphinx
+from sphinx.config import Config
 from sphinx.domains.std import StandardDomain
 from sphinx.environment import BuildEnvironment
+from sphinx.errors import ConfigError
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -235,8 +244,17 @@ def launch_the_source(
                 button["url"] = button["url"][: -len(made)] + source.as_posix()
 
 
-def _stale_notebook(app: Sphinx, env: BuildEnvironment, docname: str) -> tuple | None:
-    """``(path, notebook, configuration)`` of a chapter myst-nb would execute, else None.
+class _Chapter(NamedTuple):
+    """A chapter to execute: its source, notebook, configuration and jupyter-cache reader."""
+
+    path: Path
+    notebook: nbformat.NotebookNode
+    config: NbParserConfig
+    read_fmt: dict | None
+
+
+def _stale_notebook(app: Sphinx, env: BuildEnvironment, docname: str) -> _Chapter | None:
+    """The chapter myst-nb would execute when it reads ``docname``, else None.
 
     The notebook is read, and the configuration completed from its metadata, as myst-nb reads
     them (``myst_nb.sphinx_.Parser.parse``), so that what is cached here is what myst-nb
@@ -258,9 +276,11 @@ def _stale_notebook(app: Sphinx, env: BuildEnvironment, docname: str) -> tuple |
             notebook.metadata["kernelspec"]["name"] = alias
             break
     if config.metadata_key in notebook.metadata:
-        overrides = dict(notebook.metadata[config.metadata_key])
+        overrides = nb_node_to_dict(notebook.metadata[config.metadata_key])
         overrides.pop("output_folder", None)
-        config = config.copy(**overrides)
+        # Metadata myst-nb cannot apply it reports, and executes under the book's settings.
+        with suppress(Exception):
+            config = config.copy(**overrides)
     excluded = any(
         PurePosixPath(path.as_posix()).match(pattern)
         for pattern in config.execution_excludepatterns
@@ -270,53 +290,136 @@ def _stale_notebook(app: Sphinx, env: BuildEnvironment, docname: str) -> tuple |
     with suppress(KeyError):
         get_cache(config.execution_cache_path).match_cache_notebook(notebook)
         return None
-    return path, notebook, config
+    return _Chapter(path, notebook, config, reader.read_fmt)
 
 
-def _execute(path: Path, notebook: nbformat.NotebookNode, config: object) -> object:
-    """Execute one chapter as myst-nb's cached execution does (``NotebookClientCache``)."""
+def _execute(chapter: _Chapter, kernel_manager_class: type) -> ExecutionResult | Exception:
+    """Execute one chapter as myst-nb's cached execution does (``NotebookClientCache``).
+
+    Returns jupyter-cache's result, or the exception that stopped the execution (a kernel
+    that died or could not start), which myst-nb then meets, and reports, itself.
+    """
+    config = chapter.config
     in_temp = config.execution_in_temp
-    with tempfile.TemporaryDirectory() if in_temp else nullcontext(str(path.parent)) as cwd:
-        return single_nb_execution(
-            notebook,
-            cwd=os.path.abspath(cwd),
-            allow_errors=config.execution_allow_errors,
-            timeout=config.execution_timeout,
-            meta_override=True,
+    try:
+        with tempfile.TemporaryDirectory() if in_temp else nullcontext(chapter.path.parent) as cwd:
+            return single_nb_execution(
+                chapter.notebook,
+                cwd=os.path.abspath(cwd),
+                allow_errors=config.execution_allow_errors,
+                timeout=config.execution_timeout,
+                meta_override=True,
+                kernel_manager_class=kernel_manager_class,
+            )
+    except Exception as error:  # any failure is left to myst-nb, which meets it again
+        return error
+
+
+class _Kernels:
+    """The kernels of the chapters executing side by side, so that Ctrl-C can stop them.
+
+    myst-nb executes in the main thread and stops its kernel on Ctrl-C; the threads here would
+    wait for every running chapter to finish (up to its timeout) before the build stopped.
+    """
+
+    def __init__(self) -> None:
+        self._managers: list[AsyncKernelManager] = []
+        self._lock = threading.Lock()
+        kernels = self
+
+        class TrackedKernelManager(AsyncKernelManager):
+            def __init__(self, **kwargs: object) -> None:
+                super().__init__(**kwargs)
+                with kernels._lock:
+                    kernels._managers.append(self)
+
+        self.manager_class = TrackedKernelManager
+
+    def kill(self) -> None:
+        """Kill every kernel started so far; nbclient sees it die and ends its execution."""
+        with self._lock:
+            managers = list(self._managers)
+        for manager in managers:
+            process = getattr(manager.provisioner, "process", None)
+            if process is not None and process.poll() is None:
+                process.kill()
+
+
+def _available_cpus() -> int:
+    """CPUs this process may run on (its CPU affinity, where the system reports one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def check_execution_workers(app: Sphinx, config: Config) -> None:
+    """Refuse an ``execution_workers`` that is not 0 or a positive whole number."""
+    workers = config.execution_workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ConfigError(
+            "execution_workers must be 0 (one chapter per available CPU) or a positive whole "
+            f"number of chapters, got {workers!r}"
         )
 
 
-def _workers(app: Sphinx) -> int:
-    return app.config.execution_workers or len(os.sched_getaffinity(0))
-
-
-def share_the_cores(app: Sphinx) -> None:
-    """Give each kernel its share of the CPUs for numpy's BLAS and OpenMP threads.
+@contextmanager
+def _threads_per_kernel(threads: int) -> Iterator[None]:
+    """Give the kernels started inside ``threads`` BLAS and OpenMP threads each.
 
     Kernels executing side by side that each start a thread per CPU oversubscribe the cores
-    (idle BLAS threads spin); a variable the builder has set is left as it is.
+    (idle BLAS threads spin). A variable the builder has set is left as it is, and the
+    others are removed again afterwards, so that a chapter myst-nb executes alone has every
+    CPU.
     """
-    threads = str(max(1, len(os.sched_getaffinity(0)) // _workers(app)))
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(variable, threads)
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    unset = [name for name in names if name not in os.environ]
+    os.environ.update(dict.fromkeys(unset, str(threads)))
+    try:
+        yield
+    finally:
+        for name in unset:
+            os.environ.pop(name, None)
 
 
 def execute_side_by_side(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """Execute the chapters about to be read, several at a time, and cache what passes."""
     stale = [found for d in docnames if (found := _stale_notebook(app, env, d)) is not None]
-    workers = min(_workers(app), len(stale))
+    workers = min(app.config.execution_workers or _available_cpus(), len(stale))
     if workers < 2:
         return  # nothing to gain: myst-nb executes the chapter as it reads it
     logger.info(f"[book_execution] executing {len(stale)} chapters, {workers} at a time")
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda found: _execute(*found), stale))
-    for (path, notebook, config), result in zip(stale, results, strict=True):
-        if result.err is not None:
-            logger.info(f"[book_execution] {path.name} failed: myst-nb runs it again to report")
+    kernels = _Kernels()
+    threads = max(1, _available_cpus() // workers)
+    with _threads_per_kernel(threads), ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_execute, chapter, kernels.manager_class) for chapter in stale]
+        try:
+            results = [future.result() for future in futures]
+        except BaseException:  # Ctrl-C: stop now, as myst-nb's own execution does
+            for future in futures:
+                future.cancel()
+            while wait(futures, timeout=0.2).not_done:  # a kernel may be starting
+                kernels.kill()
+            raise
+    for chapter, result in zip(stale, results, strict=True):
+        name = chapter.path.name
+        if isinstance(result, Exception):
+            failure = f"could not execute ({type(result).__name__}: {result})"
+            logger.info(f"[book_execution] {name} {failure}: myst-nb runs it again")
             continue
-        logger.info(f"[book_execution] executed {path.name} in {result.time:.2f} seconds")
-        get_cache(config.execution_cache_path).cache_notebook_bundle(
-            CacheBundleIn(notebook, str(path), data={"execution_seconds": result.time}),
+        if result.err is not None:
+            logger.info(f"[book_execution] {name} failed: myst-nb runs it again to report")
+            continue
+        logger.info(f"[book_execution] executed {name} in {result.time:.2f} seconds")
+        # The records myst-nb writes when it executes a chapter itself.
+        cache = get_cache(chapter.config.execution_cache_path)
+        if chapter.read_fmt is None:
+            record = cache.add_nb_to_project(str(chapter.path))
+        else:
+            record = cache.add_nb_to_project(str(chapter.path), read_data=chapter.read_fmt)
+        NbProjectRecord.remove_tracebacks([record.pk], cache.db)
+        cache.cache_notebook_bundle(
+            CacheBundleIn(chapter.notebook, record.uri, data={"execution_seconds": result.time}),
             check_validity=False,
             overwrite=True,
         )
@@ -352,10 +455,10 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("execution_depends_on", [], "env", [list])
     # Chapters executed at a time; 0 means one per available CPU.
     app.add_config_value("execution_workers", 0, "", [int])
+    app.connect("config-inited", check_execution_workers)
     # After myst-nb (priority 500) has resolved the cache and output folders.
     app.connect("builder-inited", clear_stale_cache, priority=900)
     app.connect("env-get-outdated", pages_to_read_again)
-    app.connect("builder-inited", share_the_cores)
     app.connect("env-before-read-docs", execute_side_by_side)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
