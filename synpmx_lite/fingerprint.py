@@ -697,8 +697,8 @@ def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
 
 
 def privacy_checks_across_studies(
-    names: list[str] | tuple[str, ...] | None = None, *, seed: int = 1
-) -> pd.DataFrame:
+    names: list[str] | tuple[str, ...] | None = None, *, seed: int = 1, return_fits: bool = False
+) -> pd.DataFrame | tuple[pd.DataFrame, dict[str, ModelFit]]:
     """Fit each shipped study, and tabulate its checks and what its fingerprint releases.
 
     Parameters
@@ -707,10 +707,13 @@ def privacy_checks_across_studies(
         Studies to fit (keys of :data:`synpmx_lite.study.DATASETS`); default all of them.
     seed : int, default 1
         Passed to :func:`synpmx_model_estimate`.
+    return_fits : bool, default False
+        Whether to return each study's fit as well, to read more of it than the table
+        summarises without fitting again.
 
     Returns
     -------
-    pandas.DataFrame
+    table : pandas.DataFrame
         One row per study: ``study``, ``patients``, ``left_out`` (for moving an estimate by 15
         or more), the verdicts ``P1``-``P5``, ``largest`` (the largest move among the
         patients kept, with the estimate's name), and for membership inference
@@ -723,6 +726,8 @@ def privacy_checks_across_studies(
         refits) that is not to be trusted, which P5 does not pass
         (:class:`synpmx_lite.estimation.FitWarning` is not raised here; this column carries
         it).
+    fits : dict of str to ModelFit
+        Each study's fit, by name; only with ``return_fits``.
     """
     if names is None:
         names = list(DATASETS)
@@ -733,13 +738,15 @@ def privacy_checks_across_studies(
     unknown = sorted({str(name) for name in names} - set(DATASETS))
     if unknown:
         raise ValueError(f"names must be among {sorted(DATASETS)}, got {unknown}")
-    rows = []
+    if not isinstance(return_fits, bool):
+        raise TypeError(f"return_fits must be a bool, got {return_fits!r}")
+    rows, fits = [], {}
     for name in names:
         # A fit that cannot be trusted is reported in the ``fit`` column, not as a warning
         # whose text (with this machine's paths) would leak into the book's output.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
-            fit = synpmx_model_estimate(*load_dataset(name), seed=seed)
+            fit = fits[name] = synpmx_model_estimate(*load_dataset(name), seed=seed)
         fingerprint = model_fingerprint(fit)
         checks = model_privacy_checks(fit, released=fingerprint.to_json()).set_index("check")
         largest = fit.privacy.largest
@@ -762,4 +769,5 @@ def privacy_checks_across_studies(
                 "fit": _fit_status(fit, fingerprint),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return (table, fits) if return_fits else table

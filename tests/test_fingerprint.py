@@ -305,6 +305,16 @@ def test_the_other_public_studies():
     assert list(table["random_effects"]) == [3, 2, 4, 4]
     assert table["largest"].str.match(r".+, [0-9.]+ (%|points)$").all()
     assert (table["free_frequencies"] >= table["attendance_below_1"]).all()
+    # The fits behind the table, on request, are those it was read from.
+    again, fits = privacy_checks_across_studies(names[:1], return_fits=True)
+    assert list(fits) == names[:1]
+    assert again.loc[0, "patients"] == fits[names[0]].n_source == table.loc[names[0], "patients"]
+    assert (
+        model_fingerprint(fits[names[0]]).to_json()
+        == model_fingerprint(synpmx_model_estimate(*load_dataset(names[0]))).to_json()
+    )
+    with pytest.raises(TypeError, match="return_fits"):
+        privacy_checks_across_studies(names[:1], return_fits="yes")
     with pytest.raises(ValueError, match="names"):
         privacy_checks_across_studies(["wbc"])
     # Before, a single name was iterated as its characters.

@@ -185,6 +185,10 @@ def test_chapters_execute_side_by_side_and_a_failing_one_is_still_reported(book)
     log = result.stdout + result.stderr
     assert result.returncode != 0
     assert "[book_execution] executing 3 chapters, 2 at a time" in log
+    # The page that executes nothing was read while the chapters ran.
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+    read_intro = re.search(r"reading sources\.\.\. \[ *\d+%\] book/intro", plain)
+    assert read_intro.start() < plain.index("[book_execution] executed chapter.md")
     spans = [
         [float(t) for t in re.search(r"ran ([\d.]+) ([\d.]+)", page(book, name)).groups()]
         for name in ("chapter", "second")

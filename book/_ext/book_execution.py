@@ -13,12 +13,14 @@ again against the new code.
 
 **Execute the chapters side by side.** myst-nb executes each chapter when Sphinx reads it, one
 after another. Before reading, the chapters to be read whose code the execution cache does not
-hold are executed together, as many at a time as the ``execution_workers`` setting allows (by
-default one per available CPU, each kernel with its share of the CPUs for numpy's threads), and
-their results cached as myst-nb would cache them; myst-nb then reads every chapter from the
-cache. A chapter that fails (a cell's error, a timeout, a kernel that dies) is not cached, so
-myst-nb executes it again and reports the failure as it always does: a failing chapter runs
-twice. Ctrl-C stops the kernels and the build at once, as it stops myst-nb's own execution.
+hold start executing together in the background, as many at a time as the
+``execution_workers`` setting allows (by default one per available CPU, each kernel with its
+share of the CPUs for numpy's threads), while Sphinx reads the pages that execute nothing (the
+API reference). When Sphinx comes to a chapter, the extension waits for it and caches its
+result as myst-nb would; myst-nb then reads every chapter from the cache. A chapter that fails
+(a cell's error, a timeout, a kernel that dies) is not cached, so myst-nb executes it again and
+reports the failure as it always does: a failing chapter runs twice. Ctrl-C, or a build that
+fails first, stops the kernels at once, as it stops myst-nb's own execution.
 
 **Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
 writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
@@ -63,10 +65,12 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext, suppress
+from concurrent.futures import Future, wait
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path, PurePosixPath
+from queue import Empty, SimpleQueue
 from typing import NamedTuple
+from weakref import WeakKeyDictionary
 
 import nbformat
 from jupyter_cache import get_cache
@@ -382,47 +386,138 @@ def _threads_per_kernel(threads: int) -> Iterator[None]:
             os.environ.pop(name, None)
 
 
+class _SideBySide:
+    """Chapters executing in background threads while Sphinx reads the pages before them.
+
+    Each chapter's result is collected when Sphinx comes to read it (:meth:`collect`, on
+    ``source-read``), and cached there, in the main thread, as myst-nb caches a chapter it
+    executes itself. The threads are daemons and every kernel is tracked, so that an
+    interrupted or failed build stops the kernels (:meth:`stop`) instead of waiting for them.
+    """
+
+    def __init__(self, chapters: dict[str, _Chapter], workers: int) -> None:
+        self.chapters = chapters
+        self.futures = {docname: Future() for docname in chapters}
+        self._kernels = _Kernels()
+        self._queue: SimpleQueue = SimpleQueue()
+        for docname in chapters:
+            self._queue.put(docname)
+        self._threads: AbstractContextManager | None = _threads_per_kernel(
+            max(1, _available_cpus() // workers)
+        )
+        self._threads.__enter__()
+        for index in range(workers):
+            name = f"book_execution-{index}"
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                docname = self._queue.get_nowait()
+            except Empty:
+                return
+            future = self.futures[docname]
+            if future.set_running_or_notify_cancel():
+                future.set_result(_execute(self.chapters[docname], self._kernels.manager_class))
+
+    def collect(self, docname: str) -> None:
+        """Wait for the chapter ``docname`` (if it is one of these) and cache it if it passed."""
+        future = self.futures.pop(docname, None)
+        if future is None:
+            return
+        try:
+            result = future.result()
+        except BaseException:  # Ctrl-C: stop now, as myst-nb's own execution does
+            self.futures[docname] = future
+            self.stop()
+            raise
+        _cache_result(self.chapters[docname], result)
+        if not self.futures:
+            self._release_threads()
+
+    def _release_threads(self) -> None:
+        if self._threads is not None:
+            self._threads.__exit__(None, None, None)
+            self._threads = None
+
+    def stop(self, *, finish_running: bool = False) -> None:
+        """Cancel the chapters not started and kill the kernels of those running, or, with
+        ``finish_running``, let those finish; then cache every chapter that passed (the next
+        build need not run it again). Ctrl-C while they finish kills them."""
+        pending = dict(self.futures)
+        self.futures.clear()
+        for future in pending.values():
+            future.cancel()
+        try:
+            if finish_running:
+                wait(pending.values())
+        finally:
+            while wait(pending.values(), timeout=0.2).not_done:  # a kernel may be starting
+                self._kernels.kill()
+            self._release_threads()
+            for docname, future in pending.items():
+                if not future.cancelled():
+                    _cache_result(self.chapters[docname], future.result())
+
+
+def _cache_result(chapter: _Chapter, result: ExecutionResult | Exception) -> None:
+    """Cache a chapter that passed, with the records myst-nb writes when it executes one."""
+    name = chapter.path.name
+    if isinstance(result, Exception):
+        failure = f"could not execute ({type(result).__name__}: {result})"
+        logger.info(f"[book_execution] {name} {failure}: myst-nb runs it again")
+        return
+    if result.err is not None:
+        logger.info(f"[book_execution] {name} failed: myst-nb runs it again to report")
+        return
+    logger.info(f"[book_execution] executed {name} in {result.time:.2f} seconds")
+    cache = get_cache(chapter.config.execution_cache_path)
+    if chapter.read_fmt is None:
+        record = cache.add_nb_to_project(str(chapter.path))
+    else:
+        record = cache.add_nb_to_project(str(chapter.path), read_data=chapter.read_fmt)
+    NbProjectRecord.remove_tracebacks([record.pk], cache.db)
+    cache.cache_notebook_bundle(
+        CacheBundleIn(chapter.notebook, record.uri, data={"execution_seconds": result.time}),
+        check_validity=False,
+        overwrite=True,
+    )
+
+
+# The chapters executing for each running build.
+_RUNNING: WeakKeyDictionary[Sphinx, _SideBySide] = WeakKeyDictionary()
+
+
 def execute_side_by_side(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
-    """Execute the chapters about to be read, several at a time, and cache what passes."""
-    stale = [found for d in docnames if (found := _stale_notebook(app, env, d)) is not None]
+    """Start the chapters about to be read, several at a time, and read the other pages first.
+
+    Sphinx reads the pages in the order of ``docnames``; it is reordered in place so that the
+    pages that execute nothing (the API reference, above all) are read while the chapters run.
+    """
+    stale = {d: found for d in docnames if (found := _stale_notebook(app, env, d)) is not None}
     workers = min(app.config.execution_workers or _available_cpus(), len(stale))
     if workers < 2:
         return  # nothing to gain: myst-nb executes the chapter as it reads it
     logger.info(f"[book_execution] executing {len(stale)} chapters, {workers} at a time")
-    kernels = _Kernels()
-    threads = max(1, _available_cpus() // workers)
-    with _threads_per_kernel(threads), ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_execute, chapter, kernels.manager_class) for chapter in stale]
-        try:
-            results = [future.result() for future in futures]
-        except BaseException:  # Ctrl-C: stop now, as myst-nb's own execution does
-            for future in futures:
-                future.cancel()
-            while wait(futures, timeout=0.2).not_done:  # a kernel may be starting
-                kernels.kill()
-            raise
-    for chapter, result in zip(stale, results, strict=True):
-        name = chapter.path.name
-        if isinstance(result, Exception):
-            failure = f"could not execute ({type(result).__name__}: {result})"
-            logger.info(f"[book_execution] {name} {failure}: myst-nb runs it again")
-            continue
-        if result.err is not None:
-            logger.info(f"[book_execution] {name} failed: myst-nb runs it again to report")
-            continue
-        logger.info(f"[book_execution] executed {name} in {result.time:.2f} seconds")
-        # The records myst-nb writes when it executes a chapter itself.
-        cache = get_cache(chapter.config.execution_cache_path)
-        if chapter.read_fmt is None:
-            record = cache.add_nb_to_project(str(chapter.path))
-        else:
-            record = cache.add_nb_to_project(str(chapter.path), read_data=chapter.read_fmt)
-        NbProjectRecord.remove_tracebacks([record.pk], cache.db)
-        cache.cache_notebook_bundle(
-            CacheBundleIn(chapter.notebook, record.uri, data={"execution_seconds": result.time}),
-            check_validity=False,
-            overwrite=True,
-        )
+    running = _RUNNING[app] = _SideBySide(stale, workers)
+    docnames[:] = [d for d in docnames if d not in stale] + list(stale)
+    if app.parallel > 1:  # pages read in forked processes cannot wait on these threads
+        for docname in stale:
+            running.collect(docname)
+
+
+def collect_chapter(app: Sphinx, docname: str, source: list[str]) -> None:
+    """Before Sphinx reads a chapter executing side by side, wait for it and cache it."""
+    if app in _RUNNING:
+        _RUNNING[app].collect(docname)
+
+
+def stop_chapters(app: Sphinx, exception: Exception | None) -> None:
+    """When a build fails before reading every chapter, let the chapters already running
+    finish, and cache those that pass; the others are not started."""
+    running = _RUNNING.pop(app, None)
+    if running is not None:
+        running.stop(finish_running=True)
 
 
 class NumrefReadsEachPageOnce(StandardDomain):
@@ -460,6 +555,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", clear_stale_cache, priority=900)
     app.connect("env-get-outdated", pages_to_read_again)
     app.connect("env-before-read-docs", execute_side_by_side)
+    app.connect("source-read", collect_chapter)
+    app.connect("build-finished", stop_chapters)
     app.connect("doctree-read", steady_executed_notebook)
     app.connect("builder-inited", copy_mystnb_stylesheet)
     app.connect("builder-inited", clear_old_reports)
