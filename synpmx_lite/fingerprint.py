@@ -704,7 +704,8 @@ def privacy_checks_across_studies(
     Parameters
     ----------
     names : list or tuple of str, optional
-        Studies to fit (keys of :data:`synpmx_lite.study.DATASETS`); default all of them.
+        Studies to fit (keys of :data:`synpmx_lite.study.DATASETS`), each once; default all
+        of them.
     seed : int, default 1
         Passed to :func:`synpmx_model_estimate`.
     return_fits : bool, default False
@@ -727,7 +728,8 @@ def privacy_checks_across_studies(
         (:class:`synpmx_lite.estimation.FitWarning` is not raised here; this column carries
         it).
     fits : dict of str to ModelFit
-        Each study's fit, by name; only with ``return_fits``.
+        Only with ``return_fits``: each study's fit, by name, in the table's order; the one
+        its row was read from, so its ``fit`` column says whether it can be trusted.
     """
     if names is None:
         names = list(DATASETS)
@@ -738,6 +740,9 @@ def privacy_checks_across_studies(
     unknown = sorted({str(name) for name in names} - set(DATASETS))
     if unknown:
         raise ValueError(f"names must be among {sorted(DATASETS)}, got {unknown}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # a row per study, and a fit per name
+        raise ValueError(f"names must name each study once, got {repeated} more than once")
     if not isinstance(return_fits, bool):
         raise TypeError(f"return_fits must be a bool, got {return_fits!r}")
     rows, fits = [], {}

@@ -317,6 +317,9 @@ def test_the_other_public_studies():
         privacy_checks_across_studies(names[:1], return_fits="yes")
     with pytest.raises(ValueError, match="names"):
         privacy_checks_across_studies(["wbc"])
+    # Found in review: a study named twice gave two rows but one fit.
+    with pytest.raises(ValueError, match=r"names must name each study once.*theo_md"):
+        privacy_checks_across_studies(["theo_md", "theo_sd", "theo_md"], return_fits=True)
     # Before, a single name was iterated as its characters.
     with pytest.raises(TypeError, match="names must be a list or tuple"):
         privacy_checks_across_studies("theo_sd")

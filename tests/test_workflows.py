@@ -6,13 +6,16 @@ command on it, so the configuration is what is under test, not the chapters.
 """
 
 import ast
+import asyncio
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -251,10 +254,43 @@ def test_notebook_settings_myst_nb_refuses_are_left_to_it(book):
     assert "executed chapter.md" in log and "one" in page(book)
 
 
-def test_ctrl_c_stops_the_chapters_executing_side_by_side_at_once(book):
-    # Found in review: the build went on until every running chapter had finished.
-    sleeper = "import os, time\nopen('{0}.pid', 'w').write(str(os.getpid()))\ntime.sleep(300)"
-    use_chapters(book, chapter=sleeper.format("chapter"), second=sleeper.format("second"))
+SLEEPER = "import os, time\nopen('{0}.pid', 'w').write(str(os.getpid()))\ntime.sleep({1})"
+
+
+def hold_the_intro(book: Path, then: str) -> None:
+    """Make reading the intro page wait until two chapters' kernels run, and then do ``then``.
+
+    A scratch extension, loaded by the scratch book: Sphinx is reading a page that executes
+    nothing while the chapters run.
+    """
+    folder = book / "scratch_ext"
+    folder.mkdir()
+    (folder / "hold_intro.py").write_text(
+        "import time\nfrom pathlib import Path\n\n\n"
+        "def hold(app, docname, source):\n"
+        "    if docname != 'book/intro':\n"
+        "        return\n"
+        "    pids = [Path(app.srcdir, 'book', f'{n}.pid') for n in ('chapter', 'second')]\n"
+        "    while not all(pid.exists() and pid.read_text() for pid in pids):\n"
+        "        time.sleep(0.1)\n"
+        "    Path(app.srcdir, 'reading_intro').write_text('')\n"
+        f"    {then}\n\n\n"
+        "def setup(app):\n"
+        "    app.connect('source-read', hold)\n"
+        "    return {'parallel_read_safe': True}\n"
+    )
+    config = yaml.safe_load((book / "_config.yml").read_text())
+    config["sphinx"]["local_extensions"]["hold_intro"] = str(folder)
+    (book / "_config.yml").write_text(yaml.safe_dump(config))
+
+
+@pytest.mark.parametrize("reading", ["a chapter", "a page that executes nothing"])
+def test_ctrl_c_stops_the_chapters_executing_side_by_side_at_once(book, reading):
+    # Found in review: the build went on until every running chapter had finished; later,
+    # with a chapter still waiting for a free worker, it never stopped.
+    use_chapters(book, **{name: SLEEPER.format(name, 300) for name in CHAPTER_NAMES})
+    if reading != "a chapter":
+        hold_the_intro(book, then="time.sleep(300)")
     process = subprocess.Popen(
         [BIN / "jupyter-book", "build", book, "-W", "-n", "--keep-going"],
         stdout=subprocess.DEVNULL,
@@ -271,17 +307,50 @@ def test_ctrl_c_stops_the_chapters_executing_side_by_side_at_once(book):
             assert process.poll() is None and time.monotonic() < deadline, "no kernel ran"
             time.sleep(0.2)
         kernels = [int(path.read_text()) for path in pid_files]
+        if reading != "a chapter":
+            while not (book / "reading_intro").exists():
+                time.sleep(0.1)
         os.killpg(process.pid, signal.SIGINT)
         assert process.wait(timeout=30) != 0
         deadline = time.monotonic() + 10
         while any(alive(pid) for pid in kernels) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not any(alive(pid) for pid in kernels)
+        assert not (book / "book" / "third.pid").exists()  # the chapter waiting never ran
     finally:  # leave nothing running, whatever failed
         for pid in [process.pid, *kernels]:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         process.wait()
+
+
+def test_a_build_failing_before_the_chapters_caches_those_running_and_starts_no_other(book):
+    # Found in review: the build never ended (a chapter waiting for a free worker was never
+    # marked as not to run), and it waited for the running chapters without a word.
+    use_chapters(book, **{name: SLEEPER.format(name, 3) for name in CHAPTER_NAMES})
+    hold_the_intro(book, then="raise RuntimeError('deliberately broken')")
+    try:
+        result = subprocess.run(
+            [BIN / "jupyter-book", "build", book, "-W", "-n", "--keep-going"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(book)},
+            timeout=120,
+            check=False,
+        )
+    finally:  # a kernel left running must not outlive the test
+        for name in CHAPTER_NAMES:
+            pid = book / "book" / f"{name}.pid"
+            if pid.exists() and pid.read_text() and alive(int(pid.read_text())):
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "deliberately broken" in log
+    assert "[book_execution] waiting for 2 chapters still executing" in log
+    assert "Exception in thread" not in log
+    cached = get_cache(book / "_build" / ".jupyter_cache").list_cache_records()
+    assert sorted(Path(record.uri).name for record in cached) == ["chapter.md", "second.md"]
+    assert not (book / "book" / "third.pid").exists()
 
 
 def alive(pid: int) -> bool:
@@ -422,3 +491,74 @@ def test_live_code_can_run_every_cell_a_reader_sees(chapter):
         missing += sorted((read & removed_names) - visible_names)
         visible_names |= defined
     assert not missing, f"defined only in removed cells: {missing} (tag them hide-cell)"
+
+
+def fake_chapters(*names: str) -> dict:
+    return {name: book_execution._Chapter(Path(f"{name}.md"), None, None, None) for name in names}
+
+
+@pytest.fixture
+def no_thread_limits(monkeypatch):
+    """Chapters side by side without the BLAS thread variables (this process's own)."""
+    monkeypatch.setattr(book_execution, "_threads_per_kernel", lambda threads: nullcontext())
+
+
+def returns_within(seconds: float, function, *args, **kwargs) -> bool:
+    """Whether ``function(*args, **kwargs)`` returns within ``seconds`` (a build that hangs)."""
+    waiter = threading.Thread(target=function, args=args, kwargs=kwargs, daemon=True)
+    waiter.start()
+    waiter.join(seconds)
+    return not waiter.is_alive()
+
+
+def test_a_chapter_collected_before_it_starts_is_still_executed(monkeypatch, no_thread_limits):
+    # Found in review: a chapter Sphinx came to while it still waited for a free worker was
+    # taken out of the table the workers read, the worker died looking it up, and the build
+    # waited for it for ever. Sphinx reads the chapters in any order another extension sets.
+    monkeypatch.setattr(book_execution, "_execute", lambda chapter, _: time.sleep(0.3) or "ran")
+    cached = []
+    monkeypatch.setattr(book_execution, "_cache_result", lambda c, r: cached.append((c.path, r)))
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    running = book_execution._SideBySide(fake_chapters("first", "second"), workers=1)
+    assert returns_within(10, running.collect, "second"), "the build waits for ever"
+    assert returns_within(10, running.collect, "first")
+    assert sorted(cached) == [(Path("first.md"), "ran"), (Path("second.md"), "ran")]
+    assert not failures
+
+
+def test_stopping_while_workers_take_chapters_leaves_no_worker_failing(
+    monkeypatch, no_thread_limits
+):
+    # Found in review: the chapters not started were cancelled and taken out of the table the
+    # workers read; a worker taking one next died looking it up, and a failed build waited for
+    # them for ever.
+    monkeypatch.setattr(book_execution, "_execute", lambda chapter, _: time.sleep(0.1) or "ran")
+    monkeypatch.setattr(book_execution, "_cache_result", lambda c, r: None)
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    running = book_execution._SideBySide(fake_chapters(*"abcdefgh"), workers=2)
+    time.sleep(0.05)
+    assert returns_within(10, running.stop, finish_running=True), "the build waits for ever"
+    time.sleep(0.5)  # the workers take the cancelled chapters off the queue
+    assert not failures, [failure.exc_value for failure in failures]
+
+
+def test_a_chapter_whose_execution_raises_anything_is_left_to_myst_nb(
+    monkeypatch, no_thread_limits
+):
+    # An execution stopped by an exception that is not an Exception (a cancelled event
+    # loop) left its chapter unfinished, and the build waited for it for ever.
+    def cancelled(*args, **kwargs):
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(book_execution, "single_nb_execution", cancelled)
+    config = SimpleNamespace(
+        execution_in_temp=False, execution_allow_errors=False, execution_timeout=1
+    )
+    chapter = book_execution._Chapter(Path("chapter.md"), None, config, None)
+    results = []
+    monkeypatch.setattr(book_execution, "_cache_result", lambda c, result: results.append(result))
+    running = book_execution._SideBySide({"chapter": chapter}, workers=1)
+    assert returns_within(10, running.collect, "chapter"), "the build waits for ever"
+    assert [type(result) for result in results] == [asyncio.CancelledError]

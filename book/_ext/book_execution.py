@@ -19,8 +19,10 @@ share of the CPUs for numpy's threads), while Sphinx reads the pages that execut
 API reference). When Sphinx comes to a chapter, the extension waits for it and caches its
 result as myst-nb would; myst-nb then reads every chapter from the cache. A chapter that fails
 (a cell's error, a timeout, a kernel that dies) is not cached, so myst-nb executes it again and
-reports the failure as it always does: a failing chapter runs twice. Ctrl-C, or a build that
-fails first, stops the kernels at once, as it stops myst-nb's own execution.
+reports the failure as it always does: a failing chapter runs twice. Ctrl-C stops the kernels
+at once, as it stops myst-nb's own execution. A build that fails before Sphinx has come to
+every chapter starts no other, and waits for those executing (it says so; Ctrl-C stops them)
+to cache them for the next build.
 
 **Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
 writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
@@ -297,11 +299,12 @@ def _stale_notebook(app: Sphinx, env: BuildEnvironment, docname: str) -> _Chapte
     return _Chapter(path, notebook, config, reader.read_fmt)
 
 
-def _execute(chapter: _Chapter, kernel_manager_class: type) -> ExecutionResult | Exception:
+def _execute(chapter: _Chapter, kernel_manager_class: type) -> ExecutionResult | BaseException:
     """Execute one chapter as myst-nb's cached execution does (``NotebookClientCache``).
 
     Returns jupyter-cache's result, or the exception that stopped the execution (a kernel
-    that died or could not start), which myst-nb then meets, and reports, itself.
+    that died or could not start, even an event loop cancelled), which myst-nb then meets, and
+    reports, itself. It never raises: the build waits for the chapter's result.
     """
     config = chapter.config
     in_temp = config.execution_in_temp
@@ -315,7 +318,7 @@ def _execute(chapter: _Chapter, kernel_manager_class: type) -> ExecutionResult |
                 meta_override=True,
                 kernel_manager_class=kernel_manager_class,
             )
-    except Exception as error:  # any failure is left to myst-nb, which meets it again
+    except BaseException as error:  # any failure is left to myst-nb, which meets it again
         return error
 
 
@@ -397,11 +400,12 @@ class _SideBySide:
 
     def __init__(self, chapters: dict[str, _Chapter], workers: int) -> None:
         self.chapters = chapters
+        # The chapters not yet collected; the main thread's alone (the workers read the queue).
         self.futures = {docname: Future() for docname in chapters}
         self._kernels = _Kernels()
-        self._queue: SimpleQueue = SimpleQueue()
-        for docname in chapters:
-            self._queue.put(docname)
+        self._queue: SimpleQueue[tuple[_Chapter, Future]] = SimpleQueue()
+        for docname, future in self.futures.items():
+            self._queue.put((chapters[docname], future))
         self._threads: AbstractContextManager | None = _threads_per_kernel(
             max(1, _available_cpus() // workers)
         )
@@ -413,12 +417,12 @@ class _SideBySide:
     def _work(self) -> None:
         while True:
             try:
-                docname = self._queue.get_nowait()
+                chapter, future = self._queue.get_nowait()
             except Empty:
                 return
-            future = self.futures[docname]
+            # A chapter cancelled before it started is marked so (stop() waits for that).
             if future.set_running_or_notify_cancel():
-                future.set_result(_execute(self.chapters[docname], self._kernels.manager_class))
+                future.set_result(_execute(chapter, self._kernels.manager_class))
 
     def collect(self, docname: str) -> None:
         """Wait for the chapter ``docname`` (if it is one of these) and cache it if it passed."""
@@ -449,8 +453,14 @@ class _SideBySide:
         for future in pending.values():
             future.cancel()
         try:
-            if finish_running:
-                wait(pending.values())
+            running = [future for future in pending.values() if not future.done()]
+            if finish_running and running:
+                chapters = "1 chapter" if len(running) == 1 else f"{len(running)} chapters"
+                logger.info(
+                    f"[book_execution] waiting for {chapters} still executing, to cache them "
+                    "for the next build (Ctrl-C stops them)"
+                )
+                wait(running)
         finally:
             while wait(pending.values(), timeout=0.2).not_done:  # a kernel may be starting
                 self._kernels.kill()
@@ -460,10 +470,10 @@ class _SideBySide:
                     _cache_result(self.chapters[docname], future.result())
 
 
-def _cache_result(chapter: _Chapter, result: ExecutionResult | Exception) -> None:
+def _cache_result(chapter: _Chapter, result: ExecutionResult | BaseException) -> None:
     """Cache a chapter that passed, with the records myst-nb writes when it executes one."""
     name = chapter.path.name
-    if isinstance(result, Exception):
+    if isinstance(result, BaseException):
         failure = f"could not execute ({type(result).__name__}: {result})"
         logger.info(f"[book_execution] {name} {failure}: myst-nb runs it again")
         return
