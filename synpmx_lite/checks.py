@@ -54,6 +54,7 @@ import json
 import math
 import numbers
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -705,6 +706,27 @@ def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> 
 # --- P5 ---------------------------------------------------------------------------------------
 
 
+def _untrusted_fits(
+    pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport, released_pd: Iterable
+) -> list[tuple[str, str]]:
+    """The fits behind a release whose readings P5 cannot trust: ``(fit, why)`` pairs.
+
+    The PK fit when its diagnostics report a fault (or its flag says it did not converge: a
+    flag that says converged beside diagnostics that say otherwise, as after an edit, is not
+    trusted either), and for each released PD model its fit and its leave-one-out refits.
+    """
+    found = []
+    if pk is not None and (not pk.converged or pk.diagnostics):
+        found.append(("PK", "; ".join(pk.diagnostics) or "not converged"))
+    for name in released_pd:
+        if name in pd_fits and not pd_fits[name].converged:
+            found.append((f"PD {name}", "not converged"))
+        unsettled = privacy.unconverged_refits.get(name)
+        if unsettled:
+            found.append((f"PD {name}", f"{unsettled} leave-one-out refits not converged"))
+    return found
+
+
 def _p5(
     released: dict, source: _Source, pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport
 ) -> tuple[str, str, list[str]]:
@@ -735,20 +757,11 @@ def _p5(
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
     # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
     # at its floor shrinks every pull to nothing) they cannot clear anyone, so they cannot pass.
-    # A fit whose flag says converged but whose diagnostics say otherwise (edited after the
-    # estimation) is not trusted either.
-    untrusted = []
-    if pk is not None and (not pk.converged or pk.diagnostics):
-        untrusted.append(f"PK ({'; '.join(pk.diagnostics) or 'not converged'})")
-    for name in _mapping(released.get("pd")):
-        if name in pd_fits and not pd_fits[name].converged:
-            untrusted.append(f"PD {name} (not converged)")
-        unsettled = privacy.unconverged_refits.get(name)
-        if unsettled:
-            untrusted.append(f"PD {name} ({unsettled} leave-one-out refits not converged)")
+    untrusted = _untrusted_fits(pk, pd_fits, privacy, _mapping(released.get("pd")))
     judged = verdict(value, privacy.review, privacy.fail)
     if untrusted:
-        result += f"; fit not to be trusted: {', '.join(untrusted)}"
+        listed = ", ".join(f"{fit} ({why})" for fit, why in untrusted)
+        result += f"; fit not to be trusted: {listed}"
         judged = "review" if judged == "pass" else judged
     problems = []
     fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}

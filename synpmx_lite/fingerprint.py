@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_count, check_real
-from .checks import release_checks
+from .checks import _untrusted_fits, release_checks
 from .estimation import FitWarning, PopulationFit, fit_population
 from .influence import (
     MAX_LEFT_OUT_SHARE,
@@ -683,17 +683,13 @@ def _free_frequencies(fingerprint: Fingerprint) -> int:
 
 def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
     """ "converged", or what makes the PK fit or the fit of a released PD model untrustworthy
-    (the fits whose readings P5 judges)."""
-    problems = []
-    if fit.pk is not None and (not fit.pk.converged or fit.pk.diagnostics):
-        problems += list(fit.pk.diagnostics) or ["PK not converged"]
-    for name in fingerprint.pd:
-        if not fit.pd[name].converged:
-            problems.append(f"PD {name} not converged")
-        unsettled = fit.privacy.unconverged_refits.get(name)
-        if unsettled:
-            problems.append(f"PD {name}: {unsettled} leave-one-out refits not converged")
-    return "; ".join(problems) or "converged"
+    (the fits whose readings P5 judges): the PK fit's diagnostics as it reports them."""
+    found = _untrusted_fits(fit.pk, fit.pd, fit.privacy, fingerprint.pd)
+    reported = fit.pk is not None and fit.pk.diagnostics
+    return (
+        "; ".join(why if what == "PK" and reported else f"{what} {why}" for what, why in found)
+        or "converged"
+    )
 
 
 def privacy_checks_across_studies(
