@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synpmx_lite import fisher
+from synpmx_lite.fisher import leakage as fisher
 from synpmx_lite.fisher.datasets import breast_cancer_data, diabetes_data, digits_data
 from synpmx_lite.fisher.leakage import (
     accuracy,

@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite import _foce
-from synpmx_lite import fingerprint as builder
+from synpmx_lite.generator import estimate as builder
 from synpmx_lite.generator.cases import constructed_warfarin_cases
 from synpmx_lite.generator.estimate import (
     model_fingerprint,
@@ -24,6 +23,7 @@ from synpmx_lite.generator.estimate import (
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.protections import fold_categories, loq_floor
 from synpmx_lite.generator.release import Fingerprint
+from synpmx_lite.pmx import _foce
 from synpmx_lite.pmx.population import FitWarning
 from synpmx_lite.pmx.study import load_dataset, prepare_study
 from synpmx_lite.rounding import round_significant

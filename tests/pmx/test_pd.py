@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite import pd as pd_module
 from synpmx_lite.generator.cases import constructed_warfarin_cases
 from synpmx_lite.generator.estimate import (
     model_fingerprint,
@@ -18,6 +17,7 @@ from synpmx_lite.generator.estimate import (
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.influence import pd_influence_moves, pd_shape_moves
 from synpmx_lite.generator.release import Fingerprint
+from synpmx_lite.pmx import pd as pd_module
 from synpmx_lite.pmx.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from synpmx_lite.pmx.population import FitWarning
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study

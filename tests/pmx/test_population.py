@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite import _foce, estimation
+from synpmx_lite.pmx import _foce
+from synpmx_lite.pmx import population
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import (
     ERROR_MODELS,
@@ -178,7 +179,7 @@ def test_exact_gradient_and_mode_sensitivity_match_central_differences(
     monkeypatch.setattr(_foce, "_MODE_TOLERANCE", 1e-13)
     study = prepare_study(*load_dataset(name))
     problem = _foce._Problem(study, model, error, ERROR_MODELS[error])
-    start = estimation._pooled_starts(problem, study)[0]
+    start = population._pooled_starts(problem, study)[0]
     residual = {"combined": [0.5, 0.1], "proportional": [0.1], "additive": [0.5]}[error]
     rng = np.random.default_rng(2)
     x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log(residual)]
