@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.pmx import _foce
-from synpmx_lite.pmx import population
+from synpmx_lite.pmx import _foce, population
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import (
     ERROR_MODELS,
