@@ -16,9 +16,10 @@ generator
 pmx
     The PMX engine: event table and roles, closed-form PK models, the FOCE-I population fit
     and the PD endpoints' population models.
-dp_noise, rounding, tables, plotting, _validation, data/
-    Shared helpers (the noise a DP guarantee needs, rounding to significant figures, the
-    book's captioned tables and plot theme, argument checks) and the shipped datasets.
+dp_noise, rounding, stored, tables, plotting, _validation, data/
+    Shared helpers (the noise a DP guarantee needs, rounding to significant figures, stored
+    results of long computations keyed by their settings and sources, the book's captioned
+    tables and plot theme, argument checks) and the shipped datasets.
 
 ``attacks`` may import ``generator`` and ``pmx``; ``generator`` may import ``pmx``; ``fisher``
 and ``pmx`` import only the shared helpers, which import nothing above them. The names below
