@@ -43,11 +43,11 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_count, check_real
-from ..generator.estimate import model_fingerprint, synpmx_model_estimate
+from ..generator.estimate import ModelFit, model_fingerprint, synpmx_model_estimate
 from ..generator.influence import MAX_LEFT_OUT_SHARE
 from ..generator.release import Fingerprint
 from ..pmx.population import FitWarning, empirical_bayes_estimates
-from ..pmx.study import StudyEvents, load_dataset, prepare_study
+from ..pmx.study import PmxRoles, StudyEvents, load_dataset, prepare_study
 from ..rounding import round_significant
 from .membership import (
     _placements,
@@ -481,23 +481,69 @@ def generator_membership_attack(
     rounding = check_count(rounding, "rounding")
     seed = check_count(seed, "seed", minimum=0)
     study = prepare_study(data, roles)
-    n = study.n_patients
+    m = _shadow_cohort_size(name, study.n_patients, cohort_fraction)
+    cohorts, member = _shadow_cohorts(np.random.default_rng(seed), replicates, study.n_patients, m)
+    facts = _patient_facts(study, min_patients=3)
+    whole_shares = np.nanmean(facts.to_numpy(), axis=0)
+    scored = _scored_facts(facts, whole_shares)
+    whole_fit, runs = _generator_runs(data, roles, study, cohorts)
+    parameters = list(roles.model.parameters)
+    error = whole_fit.pk.error
+    releases = _releases(runs, rounding)
+    shares, cohort_shares = _shares(study, facts, runs, cohorts, member)
+    references = _references(
+        whole_fit, releases["unrounded"], parameters, whole_shares, cohort_shares
+    )
+    individual, modes_unfound = _random_effects(study, releases, parameters, error)
+    values = _attack_scores(facts, scored, releases, shares, references, individual, parameters)
+    summary, rounding_change = _summary_tables(values, member, seed)
+    return GeneratorAttack(
+        study=name,
+        patients=study.n_patients,
+        members=m,
+        replicates=replicates,
+        cohort_fraction=cohort_fraction,
+        rounding=rounding,
+        seed=seed,
+        summary=summary,
+        rounding_change=rounding_change,
+        scores=_score_table(values, member, study.ids),
+        shares=int(scored.sum()),
+        random_effects=len(parameters),
+        modes_unfound=modes_unfound,
+        **_fit_findings([fit for fit, _ in runs]),
+        estimates=_estimate_table(releases, parameters),
+        shadow_off_by=_shadow_off_by(references),
+    )
+
+
+def _shadow_cohort_size(name: str, n: int, cohort_fraction: float) -> int:
+    """Members of each shadow cohort, refusing a fraction that leaves too few members or
+    non-members."""
     m = round(cohort_fraction * n)
     if m < MIN_SHADOW_COHORT or n - m < 2:
         raise ValueError(
             f"cohort_fraction {cohort_fraction} puts {m} of {name}'s {n} patients in each "
             f"shadow cohort: it needs at least {MIN_SHADOW_COHORT} members and 2 non-members"
         )
-    rng = np.random.default_rng(seed)
+    return m
+
+
+def _shadow_cohorts(
+    rng: np.random.Generator, replicates: int, n: int, m: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each replicate's shadow cohort (the sorted positions of its ``m`` members), and the
+    ``(replicates, n)`` mask of members."""
     cohorts = np.sort(rng.random((replicates, n)).argsort(axis=1)[:, :m], axis=1)
     member = np.zeros((replicates, n), dtype=bool)
     np.put_along_axis(member, cohorts, True, axis=1)
+    return cohorts, member
 
-    facts = _patient_facts(study, min_patients=3)
-    fact_values = facts.to_numpy()
-    whole_shares = np.nanmean(fact_values, axis=0)
-    scored = _scored_facts(facts, whole_shares)
 
+def _generator_runs(
+    data: pd.DataFrame, roles: PmxRoles, study: StudyEvents, cohorts: np.ndarray
+) -> tuple[ModelFit, list[tuple[ModelFit, Fingerprint]]]:
+    """The generator's fit on the whole study, and its fit and release of each shadow cohort."""
     with warnings.catch_warnings():
         # An untrusted fit is counted, and scored as the generator would release it.
         warnings.simplefilter("ignore", FitWarning)
@@ -506,35 +552,57 @@ def generator_membership_attack(
         for cohort in cohorts:
             fit = synpmx_model_estimate(data[data[roles.id].isin(study.ids[cohort])], roles)
             runs.append((fit, model_fingerprint(fit)))
+    return whole_fit, runs
 
-    parameters = list(roles.model.parameters)
-    error = whole_fit.pk.error
+
+def _releases(
+    runs: list[tuple[ModelFit, Fingerprint]], rounding: int
+) -> dict[str, dict[str, pd.DataFrame]]:
+    """Each replicate's PK estimates (``typical``, ``omega``, ``residual``, a row per replicate),
+    ``unrounded`` and ``released`` at ``rounding`` significant figures."""
     unrounded = {
         kind: pd.DataFrame([getattr(fit.pk, kind) for fit, _ in runs]).reset_index(drop=True)
         for kind in ("typical", "omega", "residual")
     }
-    releases = {
+    return {
         "unrounded": unrounded,
         "released": {
             kind: pd.DataFrame(round_significant(table.to_numpy(), rounding), columns=table.columns)
             for kind, table in unrounded.items()
         },
     }
-    shares = {
-        "released": np.array(
-            [
-                _released_shares(fp, facts, cohort)
-                for (_, fp), cohort in zip(runs, cohorts, strict=True)
-            ]
-        ),
-        "unrounded": np.array([_cohort_shares(study, facts, row) for row in member]),
-    }
-    cohort_shares = shares["unrounded"].copy()
-    shares["unrounded"] = np.where(np.isnan(shares["released"]), np.nan, shares["unrounded"])
 
-    # The attacker's references: the whole study's, or the next replicate's (cyclically).
+
+def _shares(
+    study: StudyEvents,
+    facts: pd.DataFrame,
+    runs: list[tuple[ModelFit, Fingerprint]],
+    cohorts: np.ndarray,
+    member: np.ndarray,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each replicate's shares of the facts, ``released`` as its fingerprint holds them and
+    ``unrounded`` as its cohort's, both NaN where the fingerprint releases none; and each
+    cohort's own shares of every fact (the shadow-cohort reference's)."""
+    released = np.array(
+        [_released_shares(fp, facts, cohort) for (_, fp), cohort in zip(runs, cohorts, strict=True)]
+    )
+    cohort_shares = np.array([_cohort_shares(study, facts, row) for row in member])
+    unrounded = np.where(np.isnan(released), np.nan, cohort_shares)
+    return {"released": released, "unrounded": unrounded}, cohort_shares
+
+
+def _references(
+    whole_fit: ModelFit,
+    unrounded: dict[str, pd.DataFrame],
+    parameters: list[str],
+    whole_shares: np.ndarray,
+    cohort_shares: np.ndarray,
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The attacker's references for each replicate (typical values, variances and shares, a
+    row per replicate): the whole study's, or the next replicate's (cyclically)."""
+    replicates = len(cohort_shares)
     following = np.roll(np.arange(replicates), -1)
-    references = {
+    return {
         "whole study": (
             np.tile(whole_fit.pk.typical[parameters].to_numpy(), (replicates, 1)),
             np.tile(whole_fit.pk.omega[parameters].to_numpy(), (replicates, 1)),
@@ -547,7 +615,15 @@ def generator_membership_attack(
         ),
     }
 
-    # Every patient's random effects under every release, in one batch per release.
+
+def _random_effects(
+    study: StudyEvents,
+    releases: dict[str, dict[str, pd.DataFrame]],
+    parameters: list[str],
+    error: str,
+) -> tuple[dict[str, np.ndarray], int]:
+    """Every patient's log parameters under every replicate's release, ``(R, n, p)`` by release
+    (one batch each), and how many empirical Bayes modes the search did not find."""
     individual, modes_unfound = {}, 0
     for release, tables in releases.items():
         eta, found = empirical_bayes_estimates(
@@ -555,19 +631,26 @@ def generator_membership_attack(
         )
         modes_unfound += int((~found).sum())
         individual[release] = np.log(tables["typical"][parameters].to_numpy())[:, None] + eta
+    return individual, modes_unfound
 
-    candidate = np.where(np.isnan(fact_values), 0.0, fact_values)
-    known = ~np.isnan(fact_values)
+
+def _attack_scores(
+    facts: pd.DataFrame,
+    scored: np.ndarray,
+    releases: dict[str, dict[str, pd.DataFrame]],
+    shares: dict[str, np.ndarray],
+    references: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    individual: dict[str, np.ndarray],
+    parameters: list[str],
+) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+    """Every candidate's three scores, ``(R, n)``, by release and reference."""
+    fact_values = facts.to_numpy()
     values = {}
     for release in ATTACK_RELEASES:
         typical = releases[release]["typical"][parameters].to_numpy()
         omega = releases[release]["omega"][parameters].to_numpy()
-        released_shares = shares[release]
         for reference, (ref_typical, ref_omega, ref_shares) in references.items():
-            lean = np.where(scored & ~np.isnan(released_shares), released_shares - ref_shares, 0)
-            # A candidate with no record of a fact (no sample of an endpoint) adds nothing.
-            own = np.where(known[None], candidate[None] - ref_shares[:, None], 0.0)
-            share_score = np.einsum("rns,rs->rn", own, lean)
+            share_score = _share_score(fact_values, scored, shares[release], ref_shares)
             population = _population_score(
                 individual[release] - np.log(ref_typical)[:, None],
                 typical[:, None],
@@ -575,16 +658,42 @@ def generator_membership_attack(
                 ref_typical[:, None],
                 ref_omega[:, None],
             )
-            combined = np.zeros_like(population)
-            for part in (share_score, population):
-                if part.std() > 0:  # a study with no share to score adds nothing
-                    combined = combined + part / part.std()
             values[release, reference] = {
                 "shares": share_score,
                 "population": population,
-                "combined": combined,
+                "combined": _combined_score(share_score, population),
             }
+    return values
 
+
+def _share_score(
+    fact_values: np.ndarray, scored: np.ndarray, released: np.ndarray, reference: np.ndarray
+) -> np.ndarray:
+    """The shares score: each candidate's facts less the reference shares, weighted by how far
+    each released share leans from its reference."""
+    lean = np.where(scored & ~np.isnan(released), released - reference, 0)
+    candidate = np.where(np.isnan(fact_values), 0.0, fact_values)
+    known = ~np.isnan(fact_values)
+    # A candidate with no record of a fact (no sample of an endpoint) adds nothing.
+    own = np.where(known[None], candidate[None] - reference[:, None], 0.0)
+    return np.einsum("rns,rs->rn", own, lean)
+
+
+def _combined_score(share_score: np.ndarray, population: np.ndarray) -> np.ndarray:
+    """The shares and population scores, each over its SD, summed."""
+    combined = np.zeros_like(population)
+    for part in (share_score, population):
+        if part.std() > 0:  # a study with no share to score adds nothing
+            combined = combined + part / part.std()
+    return combined
+
+
+def _summary_tables(
+    values: dict[tuple[str, str], dict[str, np.ndarray]], member: np.ndarray, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The summary (AUCs and true-positive rates by release, reference and score) and the
+    rounding change (released less unrounded AUC, by reference and score), with their SEs."""
+    replicates = member.shape[0]
     summary_rng = np.random.default_rng([seed, 1])
     rows, changes = [], []
     for reference in ATTACK_REFERENCES:
@@ -609,8 +718,15 @@ def generator_membership_attack(
                     "change_se": _mean_standard_error(change, neighbours),
                 }
             )
+    return pd.DataFrame(rows), pd.DataFrame(changes)
 
-    ids = np.asarray(study.ids, dtype=object)
+
+def _score_table(
+    values: dict[tuple[str, str], dict[str, np.ndarray]], member: np.ndarray, ids: np.ndarray
+) -> pd.DataFrame:
+    """Every score as a long table (:attr:`GeneratorAttack.scores`)."""
+    replicates, n = member.shape
+    ids = np.asarray(ids, dtype=object)
     frames = [
         pd.DataFrame(
             {
@@ -626,36 +742,39 @@ def generator_membership_attack(
         for (release, reference), by_score in values.items()
         for score, s in by_score.items()
     ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _fit_findings(fits: list[ModelFit]) -> dict[str, object]:
+    """What the shadow cohorts' fits report: the mean patients left out, the PK fits not to be
+    trusted, and how many fits carry each diagnostic."""
+    problems = [problem for fit in fits for problem in fit.pk.diagnostics]
+    return {
+        "left_out": float(np.mean([fit.privacy.left_out.patients for fit in fits])),
+        "unconverged": int(sum(not fit.pk.converged for fit in fits)),
+        "fit_problems": pd.Series(problems, dtype=object).value_counts(),
+    }
+
+
+def _estimate_table(
+    releases: dict[str, dict[str, pd.DataFrame]], parameters: list[str]
+) -> pd.DataFrame:
+    """The PK estimates each release holds (:attr:`GeneratorAttack.estimates`)."""
+    return pd.concat(
+        {
+            (release, kind): releases[release][kind][parameters]
+            for release in ATTACK_RELEASES
+            for kind in ("typical", "omega")
+        },
+        axis=1,
+    ).sort_index(axis=1)
+
+
+def _shadow_off_by(references: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
+    """Root mean square log-scale difference between the shadow cohorts' typical values and
+    the whole study's (:attr:`GeneratorAttack.shadow_off_by`)."""
     shadow = np.log(references["shadow cohort"][0] / references["whole study"][0])
-    return GeneratorAttack(
-        study=name,
-        patients=n,
-        members=m,
-        replicates=replicates,
-        cohort_fraction=cohort_fraction,
-        rounding=rounding,
-        seed=seed,
-        summary=pd.DataFrame(rows),
-        rounding_change=pd.DataFrame(changes),
-        scores=pd.concat(frames, ignore_index=True),
-        shares=int(scored.sum()),
-        random_effects=len(parameters),
-        left_out=float(np.mean([fit.privacy.left_out.patients for fit, _ in runs])),
-        unconverged=int(sum(not fit.pk.converged for fit, _ in runs)),
-        modes_unfound=modes_unfound,
-        fit_problems=pd.Series(
-            [problem for fit, _ in runs for problem in fit.pk.diagnostics], dtype=object
-        ).value_counts(),
-        estimates=pd.concat(
-            {
-                (release, kind): releases[release][kind][parameters]
-                for release in ATTACK_RELEASES
-                for kind in ("typical", "omega")
-            },
-            axis=1,
-        ).sort_index(axis=1),
-        shadow_off_by=float(np.sqrt(np.mean(shadow**2))),
-    )
+    return float(np.sqrt(np.mean(shadow**2)))
 
 
 def equivalent_patients(attack: GeneratorAttack, reference: str) -> int:

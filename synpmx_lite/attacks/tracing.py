@@ -1089,6 +1089,34 @@ def simulate_tracing(
             f"sample_size + 1 non-member + reference_size = {people} people, more than the "
             f"{hashes.size} records of the population"
         )
+    per_budget = _statistics_per_budget(wanted, epsilons, reference_size, statistics is not None)
+    _check_size(
+        trials,
+        people,
+        hashes.size,
+        counts,
+        epsilons,
+        trials * len(counts) * sum(len(names) for names in per_budget.values()),
+    )
+    rng = check_rng(rng)
+    parts = _simulated_statistics(
+        hashes,
+        counts,
+        per_budget,
+        sample_size=sample_size,
+        people=people,
+        trials=trials,
+        delta=delta,
+        rng=rng,
+    )
+    return _tabulate(parts, trials, reference_size, epsilons, delta, sample_size)
+
+
+def _statistics_per_budget(
+    wanted: Sequence[str], epsilons: tuple[float, ...], reference_size: int, named: bool
+) -> dict[float, list[str]]:
+    """The statistics computed at each budget, refusing any ``named`` by the caller that
+    applies to none."""
     # The unclipped statistic is the clipped one on exact answers; Figure 2 needs 2 references.
     per_budget = {
         e: [
@@ -1100,22 +1128,28 @@ def simulate_tracing(
         for e in epsilons
     }
     computed = {name for names in per_budget.values() for name in names}
-    if statistics is not None and set(wanted) - computed:
+    if named and set(wanted) - computed:
         raise ValueError(
             f"statistics {sorted(set(wanted) - computed)} cannot be computed here: "
             f'"figure 1, unclipped" needs a finite epsilon and "figure 2" a reference_size of '
             f"at least 2 (got epsilon {list(epsilons)}, reference_size {reference_size})"
         )
-    _check_size(
-        trials,
-        people,
-        hashes.size,
-        counts,
-        epsilons,
-        trials * len(counts) * sum(len(names) for names in per_budget.values()),
-    )
-    rng = check_rng(rng)
+    return per_budget
 
+
+def _simulated_statistics(
+    hashes: np.ndarray,
+    counts: list[int],
+    per_budget: dict[float, list[str]],
+    *,
+    sample_size: int,
+    people: int,
+    trials: int,
+    delta: float,
+    rng: np.random.Generator,
+) -> dict[tuple[float, int, str], list[tuple[np.ndarray, ...]]]:
+    """Every block's statistics, by budget, predicate count and statistic (for _tabulate)."""
+    epsilons = tuple(per_budget)  # the budgets, in their order
     noisy = [e for e in epsilons if e != math.inf]
     parts: dict[tuple[float, int, str], list[tuple[np.ndarray, ...]]] = {}
     # The products are many and small: one BLAS thread each is fastest, and threads that
@@ -1126,19 +1160,28 @@ def simulate_tracing(
             width = max(people, len(noisy))
             for bits in _trial_blocks(hashes, people, d, trials, width, rng):
                 exact = bits[:, :sample_size].mean(axis=1)
-                runs = [([math.inf], exact[None])] if math.inf in epsilons else []
-                if noisy:
-                    # One standard Laplace draw per answer, scaled to each budget: numpy's
-                    # draw at scale b is b times its draw at scale 1.
-                    standard = rng.laplace(0.0, 1.0, exact.shape)
-                    runs.append((noisy, exact + scales[:, None, None] * standard))
-                for budgets, answers in runs:
+                for budgets, answers in _block_answers(exact, epsilons, scales, rng):
                     names = per_budget[budgets[0]]
                     found = _block_statistics(bits, answers, sample_size, delta, names)
                     for name, values in found.items():
                         for e, value in zip(budgets, values, strict=True):
                             parts.setdefault((e, d, name), []).append(value)
-    return _tabulate(parts, trials, reference_size, epsilons, delta, sample_size)
+    return parts
+
+
+def _block_answers(
+    exact: np.ndarray, epsilons: tuple[float, ...], scales: np.ndarray, rng: np.random.Generator
+) -> list[tuple[list[float], np.ndarray]]:
+    """A block's answers: exact ones (where a budget is infinite), and at every finite budget,
+    in one array, the exact ones plus its certified scale times one standard Laplace draw."""
+    runs = [([math.inf], exact[None])] if math.inf in epsilons else []
+    noisy = [e for e in epsilons if e != math.inf]
+    if noisy:
+        # One standard Laplace draw per answer, scaled to each budget: numpy's draw at scale b
+        # is b times its draw at scale 1.
+        standard = rng.laplace(0.0, 1.0, exact.shape)
+        runs.append((noisy, exact + scales[:, None, None] * standard))
+    return runs
 
 
 def _tabulate(

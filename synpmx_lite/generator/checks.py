@@ -399,54 +399,89 @@ def _p2(released: dict, source: _Source) -> list[str]:
 
 
 def _p3(released: dict, source: _Source) -> list[str]:
+    """Released numbers that are one to ``k - 1`` patients' values, or carry too many figures."""
     problems = []
-    k = source.min_arm_patients
-    k_category = source.min_category_patients
-
-    def figures(value: object, limit: int, where: str) -> None:
-        if _number(value) and _figures(value) > limit:
-            problems.append(f"{where} {value:g} has more than {limit} significant figure(s)")
-
-    def single(value: object, values, owners, where: str, limit: int, *, min_patients=k) -> None:
-        if not _number(value) or len(values) == 0:
-            return
-        precision = max(limit, _figures(value))
-        holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
-        if 0 < holders < min_patients:
-            problems.append(
-                f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"
-            )
-
     for field in ("typical", "omega", "residual"):
         for name, value in _mapping(released.get(field)).items():
-            figures(value, _FIGURES["estimate"], f"{field} {name}")
+            problems += _excess_figures(value, _FIGURES["estimate"], f"{field} {name}")
+    for part in (
+        _p3_graded,
+        _p3_pd,
+        _p3_covariates,
+        _p3_weight,
+        _p3_categories,
+        _p3_keep,
+        _p3_doses,
+        _p3_endpoints,
+    ):
+        problems += part(released, source)
+    rate = released.get("dose_change_rate")
+    return problems + _excess_figures(rate, _FIGURES["share"], "dose-change rate")
 
+
+def _excess_figures(value: object, limit: int, where: str) -> list[str]:
+    """The problem, if any, that ``value`` carries more than ``limit`` significant figures."""
+    if _number(value) and _figures(value) > limit:
+        return [f"{where} {value:g} has more than {limit} significant figure(s)"]
+    return []
+
+
+def _held_by_few(
+    value: object, values: object, owners: object, where: str, limit: int, source: _Source
+) -> list[str]:
+    """The problem, if any, that ``value`` at its precision (at least ``limit`` figures) is the
+    value of one to ``k - 1`` patients."""
+    if not _number(value) or len(values) == 0:
+        return []
+    precision = max(limit, _figures(value))
+    holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
+    if 0 < holders < source.min_arm_patients:
+        return [f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"]
+    return []
+
+
+def _p3_graded(released: dict, source: _Source) -> list[str]:
+    """A graded endpoint's level frequencies: their figures, and levels few patients show."""
+    problems = []
     for name, pairs in _mapping(released.get("graded")).items():
         rows = source.endpoint_rows(str(name))
         for pair in _sequence(pairs):
             if not isinstance(pair, list) or len(pair) != 2 or not _number(pair[0]):
                 continue
             level, frequency = pair
-            figures(frequency, _FIGURES["share"], f"frequency of {name} level {level:g}")
+            where = f"frequency of {name} level {level:g}"
+            problems += _excess_figures(frequency, _FIGURES["share"], where)
             held = rows.loc[np.isclose(rows["dv"], level), "patient"].nunique()
-            if held < k_category:
+            if held < source.min_category_patients:
                 problems.append(f"level {level:g} of {name} is observed in {held} patient(s)")
+    return problems
 
+
+def _p3_pd(released: dict, source: _Source) -> list[str]:
+    """PD models: the figures of every number, and the baseline against first observations."""
+    problems = []
     for name, model in _mapping(released.get("pd")).items():
         model = _mapping(model)
         numbers_ = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
         numbers_.update({k: v for k, v in _mapping(model.get("parameters")).items()})
         for key, value in numbers_.items():
-            figures(value, _FIGURES["estimate"], f"PD {name} {key}")
+            problems += _excess_figures(value, _FIGURES["estimate"], f"PD {name} {key}")
         values, owners = source.first_values(str(name))
-        single(model.get("baseline"), values, owners, f"PD {name} baseline", 1)
+        problems += _held_by_few(
+            model.get("baseline"), values, owners, f"PD {name} baseline", 1, source
+        )
+    return problems
 
+
+def _p3_covariates(released: dict, source: _Source) -> list[str]:
+    """Covariate summaries: enough kept patients once trimmed, no code, figures, the mean."""
+    problems = []
     kept = int(source.kept.sum())
     core = kept - 2 * max(1, math.ceil(TRIM * kept))
     for name, summary in _mapping(released.get("covariates")).items():
         summary = _mapping(summary)
         values, owners = source.values(str(name))
-        if core < k:
+        if core < source.min_arm_patients:
             problems.append(
                 f"covariate {name} is summarised on {max(core, 0)} kept patient(s) once its "
                 f"extremes are set aside"
@@ -458,16 +493,30 @@ def _p3(released: dict, source: _Source) -> list[str]:
                 "who hold each (a code is released as categories)"
             )
         for key in ("geometric_mean", "sdlog"):
-            figures(summary.get(key), _FIGURES["summary"], f"covariate {name} {key}")
-        single(summary.get("geometric_mean"), values, owners, f"covariate {name} mean", 2)
+            problems += _excess_figures(
+                summary.get(key), _FIGURES["summary"], f"covariate {name} {key}"
+            )
+        mean = summary.get("geometric_mean")
+        problems += _held_by_few(mean, values, owners, f"covariate {name} mean", 2, source)
+    return problems
 
+
+def _p3_weight(released: dict, source: _Source) -> list[str]:
+    """The reference weight: its figures, and against the weights."""
     weight = source.study.roles.weight
-    if weight is not None:
-        values, owners = source.values(weight)
-        reference = released.get("reference_weight")
-        figures(reference, _FIGURES["weight"], "reference weight")
-        single(reference, values, owners, "reference weight", _FIGURES["weight"])
+    if weight is None:
+        return []
+    values, owners = source.values(weight)
+    reference = released.get("reference_weight")
+    limit = _FIGURES["weight"]
+    problems = _excess_figures(reference, limit, "reference weight")
+    return problems + _held_by_few(reference, values, owners, "reference weight", limit, source)
 
+
+def _p3_categories(released: dict, source: _Source) -> list[str]:
+    """Category levels few patients hold, and frequencies: figures, and counts they imply."""
+    problems = []
+    k_category = source.min_category_patients
     cohort = released.get("cohort_size")
     for name, pairs in _mapping(released.get("categories")).items():
         for pair in _sequence(pairs):
@@ -478,7 +527,8 @@ def _p3(released: dict, source: _Source) -> list[str]:
             if 0 < held < k_category:
                 problems.append(f"level {level!r} of {name} is held by {held} patient(s)")
             if _number(frequency):
-                figures(frequency, _FIGURES["share"], f"frequency of {name} {level!r}")
+                where = f"frequency of {name} {level!r}"
+                problems += _excess_figures(frequency, _FIGURES["share"], where)
             if _number(frequency) and isinstance(cohort, int) and cohort > 0:
                 span = _implied_counts(frequency, cohort)
                 if span and span[0] >= 1 and span[-1] < k_category:
@@ -486,7 +536,13 @@ def _p3(released: dict, source: _Source) -> list[str]:
                         f"frequency {frequency:g} of {name} {level!r} stands for {span[-1]} or "
                         f"fewer of {cohort} patients"
                     )
+    return problems
 
+
+def _p3_keep(released: dict, source: _Source) -> list[str]:
+    """Keep columns' values on the arms that fewer than ``k`` patients hold."""
+    problems = []
+    k = source.min_arm_patients
     for i, arm in enumerate(_sequence(released.get("arms"))):
         for column, value in _mapping(_mapping(arm).get("keep")).items():
             held = source.level_holders(str(column), value) if value is not None else 0
@@ -494,7 +550,13 @@ def _p3(released: dict, source: _Source) -> list[str]:
                 problems.append(
                     f"arm {i + 1} keep column {column} value {value!r} is held by {held} patient(s)"
                 )
+    return problems
 
+
+def _p3_doses(released: dict, source: _Source) -> list[str]:
+    """Planned doses' amounts, times and durations against the individual doses."""
+    problems = []
+    k = source.min_arm_patients
     doses = source.study.doses
     dose_owners = doses["patient"].to_numpy()
     for i, arm in enumerate(_sequence(released.get("arms"))):
@@ -502,7 +564,9 @@ def _p3(released: dict, source: _Source) -> list[str]:
             dose = _mapping(dose)
             where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
             amount = dose.get("amount")
-            single(amount, doses["amount"], dose_owners, f"{where}: amount", _FIGURES["amount"])
+            problems += _held_by_few(
+                amount, doses["amount"], dose_owners, f"{where}: amount", _FIGURES["amount"], source
+            )
             if _number(amount) and _figures(amount) > _FIGURES["amount"]:
                 given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17)
                 if given < k:
@@ -511,19 +575,29 @@ def _p3(released: dict, source: _Source) -> list[str]:
                         f"significant figures and is a dose {given} patient(s) got, not {k}"
                     )
             for key in ("time", "duration"):
-                figures(dose.get(key), _FIGURES["time"], f"{where}: {key}")
-                single(dose.get(key), doses[key], dose_owners, f"{where}: {key}", _FIGURES["time"])
+                value, limit = dose.get(key), _FIGURES["time"]
+                problems += _excess_figures(value, limit, f"{where}: {key}")
+                problems += _held_by_few(
+                    value, doses[key], dose_owners, f"{where}: {key}", limit, source
+                )
+    return problems
 
+
+def _p3_endpoints(released: dict, source: _Source) -> list[str]:
+    """Endpoints: attendance figures, visit times against the observation times, the LOQ."""
+    problems = []
     for name, endpoint in _mapping(released.get("endpoints")).items():
         endpoint = _mapping(endpoint)
-        figures(endpoint.get("attendance"), _FIGURES["share"], f"{name} attendance")
+        problems += _excess_figures(
+            endpoint.get("attendance"), _FIGURES["share"], f"{name} attendance"
+        )
         times, owners = source.visit_times(str(name))
         for visit in _sequence(endpoint.get("visits")):
             if isinstance(visit, list) and len(visit) == 2:
-                figures(visit[1], _FIGURES["time"], f"{name} visit time")
-                single(visit[1], times, owners, f"{name} visit time", _FIGURES["time"])
+                where, limit = f"{name} visit time", _FIGURES["time"]
+                problems += _excess_figures(visit[1], limit, where)
+                problems += _held_by_few(visit[1], times, owners, where, limit, source)
         problems += _loq_problems(name, endpoint.get("loq"), source)
-    figures(released.get("dose_change_rate"), _FIGURES["share"], "dose-change rate")
     return problems
 
 

@@ -272,59 +272,114 @@ def synpmx_model_estimate(
     fail = check_real(fail, "fail", low=review)
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
+    kept, last, history = _influence_rounds(
+        study, error, drop_influential, min_arm_patients=min_arm_patients, review=review, fail=fail
+    )
+    return ModelFit(
+        study=study,
+        kept=kept,
+        pk=last.pk,
+        pd=last.pd,
+        privacy=_privacy_report(study, kept, last, history, review, fail),
+        seed=int(seed),
+        min_arm_patients=min_arm_patients,
+        min_category_patients=min_category_patients,
+    )
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round's fits on the patients kept so far, their moves of every estimate, and how
+    many leave-one-out refits did not converge, by PD endpoint (those with any)."""
+
+    pk: PopulationFit | None
+    pd: dict[str, PdFit]
+    moves: pd.DataFrame
+    unconverged_refits: dict[str, int]
+
+
+def _influence_rounds(
+    study: StudyEvents,
+    error: str | None,
+    drop_influential: bool,
+    *,
+    min_arm_patients: int,
+    review: float,
+    fail: float,
+) -> tuple[np.ndarray, _Round, list[dict]]:
+    """The patients kept, the last round and a record of each round: rounds run while they
+    flag patients, unless ``drop_influential`` is False or the flagged would take the patients
+    left out past a tenth of the cohort."""
     n = study.n_patients
     kept = np.ones(n, dtype=bool)
-    continuous = _continuous(roles, study.covariates)
+    continuous = _continuous(study.roles, study.covariates)
     history = []
     while True:
-        subset = study.subset(kept)
-        pk = fit_population(subset, error=error) if roles.fit_pk else None
-        moves = influence_moves(
-            pk, subset.covariates, continuous, pk_label=study.pk_endpoint, ids=subset.ids
+        last = _influence_round(
+            study.subset(kept), study.pk_endpoint, continuous, error, min_arm_patients, review, fail
         )
-        pd_fits = _fit_pd(subset, min_arm_patients)
-        unconverged_refits = {}
-        for name, model in pd_fits.items():
-            refits = pd_loo_refits(model)
-            pd_moves = pd_influence_moves(model, refits, review=review, fail=fail)
-            moves = moves.join(pd_moves).fillna(0.0)
-            if not refits["converged"].all():
-                unconverged_refits[name] = int((~refits["converged"]).sum())
-        flagged = moves.index[(moves >= review).any(axis=1).to_numpy()]
+        flagged = last.moves.index[(last.moves >= review).any(axis=1).to_numpy()]
         history.append(
             {
                 "round": len(history) + 1,
                 "patients": int(kept.sum()),
                 "flagged": len(flagged),
-                "largest": float(moves.to_numpy().max()),
-                "estimate": moves.max(axis=0).idxmax(),
+                "largest": float(last.moves.to_numpy().max()),
+                "estimate": last.moves.max(axis=0).idxmax(),
             }
         )
         left_out = n - int(kept.sum())
         too_many = left_out + len(flagged) > MAX_LEFT_OUT_SHARE * n
         if not drop_influential or len(flagged) == 0 or too_many:
-            break
+            return kept, last, history
         kept &= ~pd.Index(study.ids).isin(flagged)
-    privacy = PrivacyReport(
+
+
+def _influence_round(
+    subset: StudyEvents,
+    pk_label: str | None,
+    continuous: list[str],
+    error: str | None,
+    min_arm_patients: int,
+    review: float,
+    fail: float,
+) -> _Round:
+    """The PK and PD fits on ``subset`` and how far each of its patients moves each estimate
+    (PD moves from leave-one-out refits)."""
+    pk = fit_population(subset, error=error) if subset.roles.fit_pk else None
+    moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
+    pd_fits = _fit_pd(subset, min_arm_patients)
+    unconverged_refits = {}
+    for name, model in pd_fits.items():
+        refits = pd_loo_refits(model)
+        pd_moves = pd_influence_moves(model, refits, review=review, fail=fail)
+        moves = moves.join(pd_moves).fillna(0.0)
+        if not refits["converged"].all():
+            unconverged_refits[name] = int((~refits["converged"]).sum())
+    return _Round(pk=pk, pd=pd_fits, moves=moves, unconverged_refits=unconverged_refits)
+
+
+def _privacy_report(
+    study: StudyEvents,
+    kept: np.ndarray,
+    last: _Round,
+    history: list[dict],
+    review: float,
+    fail: float,
+) -> PrivacyReport:
+    """The last round's influence readings, the patients left out and the rounds."""
+    return PrivacyReport(
         left_out=LeftOut(
-            patients=n - int(kept.sum()), ids=tuple(study.ids[~kept]), rounds=len(history)
+            patients=study.n_patients - int(kept.sum()),
+            ids=tuple(study.ids[~kept]),
+            rounds=len(history),
         ),
-        influence=influence_table(pk, moves, review, fail),
-        moves=moves,
+        influence=influence_table(last.pk, last.moves, review, fail),
+        moves=last.moves,
         rounds=pd.DataFrame(history),
         review=review,
         fail=fail,
-        unconverged_refits=unconverged_refits,
-    )
-    return ModelFit(
-        study=study,
-        kept=kept,
-        pk=pk,
-        pd=pd_fits,
-        privacy=privacy,
-        seed=int(seed),
-        min_arm_patients=min_arm_patients,
-        min_category_patients=min_category_patients,
+        unconverged_refits=last.unconverged_refits,
     )
 
 

@@ -19,6 +19,7 @@ import json
 import math
 import numbers
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pmx.pd import PD_SHAPES
@@ -165,11 +166,33 @@ class _Schema:
         if not isinstance(value, bool):
             self.type_problems.append(f"{path} must be true or false, got {value!r}")
 
+    def level(self, value: object, path: str) -> None:
+        if not isinstance(value, str | numbers.Real):
+            self.type_problems.append(f"{path} must be text or a number")
+
+    def level_pairs(self, value: object, path: str, level: Callable[[object, str], None]) -> None:
+        """A list of ``[level, frequency]`` pairs, each level checked by ``level``."""
+        for i, pair in enumerate(self.items(value, path)):
+            where = f"{path}[{i}]"
+            if not isinstance(pair, list) or len(pair) != 2:
+                self.type_problems.append(f"{where} must be a [level, frequency] pair")
+                continue
+            level(pair[0], f"{where} level")
+            self.number(pair[1], f"{where} frequency", high=1.0, open_low=True)
+
     def items(self, value: object, path: str) -> list:
         if not isinstance(value, list):
             self.type_problems.append(f"{path} must be a list, got {type(value).__name__}")
             return []
         return value
+
+    def refuse(self, prefix: str) -> None:
+        """Raise the type problems, if any, as a TypeError, else the value problems as a
+        ValueError, each message after ``prefix``."""
+        if self.type_problems:
+            raise TypeError(prefix + "; ".join(self.type_problems))
+        if self.value_problems:
+            raise ValueError(prefix + "; ".join(self.value_problems))
 
     def estimates(self, value: object, path: str, names: tuple | None, *, positive: bool) -> None:
         """A dict of numbers keyed by ``names`` (any keys where the model itself is malformed)."""
@@ -226,6 +249,37 @@ def _schema(released: object) -> _Schema:
             f"the release must be a JSON object, got {type(released).__name__}"
         )
         return schema
+    _check_fields(schema, released)
+    _check_pk(schema, released)
+    if "pd" in released and schema.names(released["pd"], "pd"):
+        for name, model in released["pd"].items():
+            _check_pd_model(schema, released, name, model)
+    if "graded" in released and schema.names(released["graded"], "graded"):
+        for name, pairs in released["graded"].items():
+            _check_graded(schema, released, name, pairs)
+    if "covariates" in released and schema.names(released["covariates"], "covariates"):
+        for name, summary in released["covariates"].items():
+            _check_covariate(schema, f"covariates.{name}", summary)
+    if "categories" in released and schema.names(released["categories"], "categories"):
+        for name, pairs in released["categories"].items():
+            schema.level_pairs(pairs, f"categories.{name}", schema.level)
+    if "reference_weight" in released and released["reference_weight"] is not None:
+        schema.number(released["reference_weight"], "reference_weight", open_low=True)
+    for i, arm in enumerate(schema.items(released.get("arms", []), "arms")):
+        _check_arm(schema, f"arms[{i}]", arm)
+    if "dose_change_rate" in released:
+        schema.number(released["dose_change_rate"], "dose_change_rate", high=1.0)
+    if "endpoints" in released and schema.names(released["endpoints"], "endpoints"):
+        _check_endpoints(schema, released)
+    if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
+        for name in _CHECK_KEYS:
+            if name in released["checks"]:
+                schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
+    return schema
+
+
+def _check_fields(schema: _Schema, released: dict) -> None:
+    """The top-level fields: exactly those of the allowlist, and the cohort size."""
     extra = [str(k) for k in released if k not in FINGERPRINT_FIELDS]
     if extra:
         schema.value_problems.append(f"fields outside the allowlist: {', '.join(extra)}")
@@ -234,6 +288,11 @@ def _schema(released: object) -> _Schema:
         schema.value_problems.append(f"the release lacks {', '.join(missing)}")
     if "cohort_size" in released:
         schema.count(released["cohort_size"], "cohort_size")
+
+
+def _check_pk(schema: _Schema, released: dict) -> None:
+    """The PK model, its endpoint and error model, and its estimates named by the model's
+    parameters and the error model's."""
     parameters = None
     # A study without a PK fit releases no model, PK endpoint or error, and no PK estimates.
     no_pk = released.get("model", ()) is None
@@ -261,108 +320,95 @@ def _schema(released: object) -> _Schema:
         names = ERROR_MODELS.get(error) if isinstance(error, str) else None
         names = () if no_pk else names
         schema.estimates(released["residual"], "residual", names, positive=True)
-    if "pd" in released and schema.names(released["pd"], "pd"):
-        for name, model in released["pd"].items():
-            path = f"pd.{name}"
-            if not schema.keys(model, path, _PD_KEYS):
-                continue
-            schema.text(model.get("shape"), f"{path}.shape", tuple(PD_SHAPES))
-            schema.number(model.get("baseline"), f"{path}.baseline", open_low=True)
-            schema.number(model.get("baseline_sd"), f"{path}.baseline_sd")
-            schema.number(model.get("residual"), f"{path}.residual", open_low=True)
-            shape = model.get("shape")
-            names = PD_SHAPES.get(shape) if isinstance(shape, str) else None
-            parameters = model.get("parameters")
-            allowed = names if names is not None else tuple(_mapping_keys(parameters))
-            if schema.keys(parameters, f"{path}.parameters", allowed):
-                for key, number in parameters.items():
-                    low = -math.inf if key in ("slope", "plateau", "depth") else 0.0
-                    schema.number(number, f"{path}.parameters.{key}", low=low, open_low=True)
-            endpoints = released.get("endpoints")
-            if isinstance(endpoints, dict) and name not in endpoints:
-                schema.value_problems.append(f"{path} is not one of the endpoints")
-            if name == released.get("pk_endpoint"):
-                schema.value_problems.append(f"{path} is the PK endpoint")
-    if "graded" in released and schema.names(released["graded"], "graded"):
-        for name, pairs in released["graded"].items():
-            for i, pair in enumerate(schema.items(pairs, f"graded.{name}")):
-                path = f"graded.{name}[{i}]"
-                if not isinstance(pair, list) or len(pair) != 2:
-                    schema.type_problems.append(f"{path} must be a [level, frequency] pair")
-                    continue
-                schema.number(pair[0], f"{path} level", low=-math.inf)
-                schema.number(pair[1], f"{path} frequency", high=1.0, open_low=True)
-            endpoints = released.get("endpoints")
-            if isinstance(endpoints, dict) and name not in endpoints:
-                schema.value_problems.append(f"graded.{name} is not one of the endpoints")
-            if name == released.get("pk_endpoint") or name in _mapping_keys(released.get("pd")):
-                schema.value_problems.append(f"graded.{name} is also a PK or PD endpoint")
-    if "covariates" in released and schema.names(released["covariates"], "covariates"):
-        for name, summary in released["covariates"].items():
-            path = f"covariates.{name}"
-            if schema.keys(summary, path, _SUMMARY_KEYS):
-                schema.number(
-                    summary.get("geometric_mean"), f"{path}.geometric_mean", open_low=True
+
+
+def _check_pd_model(schema: _Schema, released: dict, name: object, model: object) -> None:
+    """One PD endpoint's model: its shape, baseline, parameters and residual error."""
+    path = f"pd.{name}"
+    if not schema.keys(model, path, _PD_KEYS):
+        return
+    schema.text(model.get("shape"), f"{path}.shape", tuple(PD_SHAPES))
+    schema.number(model.get("baseline"), f"{path}.baseline", open_low=True)
+    schema.number(model.get("baseline_sd"), f"{path}.baseline_sd")
+    schema.number(model.get("residual"), f"{path}.residual", open_low=True)
+    shape = model.get("shape")
+    names = PD_SHAPES.get(shape) if isinstance(shape, str) else None
+    parameters = model.get("parameters")
+    allowed = names if names is not None else tuple(_mapping_keys(parameters))
+    if schema.keys(parameters, f"{path}.parameters", allowed):
+        for key, number in parameters.items():
+            low = -math.inf if key in ("slope", "plateau", "depth") else 0.0
+            schema.number(number, f"{path}.parameters.{key}", low=low, open_low=True)
+    _check_among_endpoints(schema, released, name, path)
+    if name == released.get("pk_endpoint"):
+        schema.value_problems.append(f"{path} is the PK endpoint")
+
+
+def _check_graded(schema: _Schema, released: dict, name: object, pairs: object) -> None:
+    """One graded endpoint's level frequencies, the endpoint neither PK nor PD."""
+    path = f"graded.{name}"
+    schema.level_pairs(pairs, path, lambda level, where: schema.number(level, where, low=-math.inf))
+    _check_among_endpoints(schema, released, name, path)
+    if name == released.get("pk_endpoint") or name in _mapping_keys(released.get("pd")):
+        schema.value_problems.append(f"{path} is also a PK or PD endpoint")
+
+
+def _check_among_endpoints(schema: _Schema, released: dict, name: object, path: str) -> None:
+    """A model or frequencies released for an endpoint must be of one of the endpoints."""
+    endpoints = released.get("endpoints")
+    if isinstance(endpoints, dict) and name not in endpoints:
+        schema.value_problems.append(f"{path} is not one of the endpoints")
+
+
+def _check_covariate(schema: _Schema, path: str, summary: object) -> None:
+    """One continuous covariate's geometric mean and SD on the log scale."""
+    if schema.keys(summary, path, _SUMMARY_KEYS):
+        schema.number(summary.get("geometric_mean"), f"{path}.geometric_mean", open_low=True)
+        schema.number(summary.get("sdlog"), f"{path}.sdlog")
+
+
+def _check_arm(schema: _Schema, path: str, arm: object) -> None:
+    """One arm: its label, size, keep columns' values and planned doses."""
+    if not schema.keys(arm, path, _ARM_KEYS):
+        return
+    schema.text(arm.get("arm"), f"{path}.arm")
+    schema.count(arm.get("patients"), f"{path}.patients", minimum=1)
+    if schema.names(arm.get("keep"), f"{path}.keep"):
+        for column, value in arm["keep"].items():
+            if value is not None and not isinstance(value, str | numbers.Real):
+                schema.type_problems.append(
+                    f"{path}.keep.{column} must be text, a number or null, got {value!r}"
                 )
-                schema.number(summary.get("sdlog"), f"{path}.sdlog")
-    if "categories" in released and schema.names(released["categories"], "categories"):
-        for name, pairs in released["categories"].items():
-            for i, pair in enumerate(schema.items(pairs, f"categories.{name}")):
-                path = f"categories.{name}[{i}]"
-                if not isinstance(pair, list) or len(pair) != 2:
-                    schema.type_problems.append(f"{path} must be a [level, frequency] pair")
-                    continue
-                if not isinstance(pair[0], str | numbers.Real):
-                    schema.type_problems.append(f"{path} level must be text or a number")
-                schema.number(pair[1], f"{path} frequency", high=1.0, open_low=True)
-    if "reference_weight" in released and released["reference_weight"] is not None:
-        schema.number(released["reference_weight"], "reference_weight", open_low=True)
-    for i, arm in enumerate(schema.items(released.get("arms", []), "arms")):
-        path = f"arms[{i}]"
-        if not schema.keys(arm, path, _ARM_KEYS):
+    for j, dose in enumerate(schema.items(arm.get("doses", []), f"{path}.doses")):
+        where = f"{path}.doses[{j}]"
+        if schema.keys(dose, where, _DOSE_KEYS):
+            schema.count(dose.get("period"), f"{where}.period")
+            schema.count(dose.get("index"), f"{where}.index")
+            schema.number(dose.get("time"), f"{where}.time")
+            schema.number(dose.get("amount"), f"{where}.amount", open_low=True)
+            schema.number(dose.get("duration"), f"{where}.duration")
+
+
+def _check_endpoints(schema: _Schema, released: dict) -> None:
+    """Each endpoint's attendance, visits and LOQ, and the PK endpoint among them."""
+    for name, endpoint in released["endpoints"].items():
+        path = f"endpoints.{name}"
+        if not schema.keys(endpoint, path, _ENDPOINT_KEYS):
             continue
-        schema.text(arm.get("arm"), f"{path}.arm")
-        schema.count(arm.get("patients"), f"{path}.patients", minimum=1)
-        if schema.names(arm.get("keep"), f"{path}.keep"):
-            for column, value in arm["keep"].items():
-                if value is not None and not isinstance(value, str | numbers.Real):
-                    schema.type_problems.append(
-                        f"{path}.keep.{column} must be text, a number or null, got {value!r}"
-                    )
-        for j, dose in enumerate(schema.items(arm.get("doses", []), f"{path}.doses")):
-            where = f"{path}.doses[{j}]"
-            if schema.keys(dose, where, _DOSE_KEYS):
-                schema.count(dose.get("period"), f"{where}.period")
-                schema.count(dose.get("index"), f"{where}.index")
-                schema.number(dose.get("time"), f"{where}.time")
-                schema.number(dose.get("amount"), f"{where}.amount", open_low=True)
-                schema.number(dose.get("duration"), f"{where}.duration")
-    if "dose_change_rate" in released:
-        schema.number(released["dose_change_rate"], "dose_change_rate", high=1.0)
-    if "endpoints" in released and schema.names(released["endpoints"], "endpoints"):
-        for name, endpoint in released["endpoints"].items():
-            path = f"endpoints.{name}"
-            if not schema.keys(endpoint, path, _ENDPOINT_KEYS):
+        schema.number(endpoint.get("attendance"), f"{path}.attendance", high=1.0)
+        for j, visit in enumerate(schema.items(endpoint.get("visits", []), f"{path}.visits")):
+            if not isinstance(visit, list) or len(visit) != 2:
+                schema.type_problems.append(f"{path}.visits[{j}] must be a [period, time] pair")
                 continue
-            schema.number(endpoint.get("attendance"), f"{path}.attendance", high=1.0)
-            for j, visit in enumerate(schema.items(endpoint.get("visits", []), f"{path}.visits")):
-                if not isinstance(visit, list) or len(visit) != 2:
-                    schema.type_problems.append(f"{path}.visits[{j}] must be a [period, time] pair")
-                    continue
-                schema.count(visit[0], f"{path}.visits[{j}] period")
-                schema.number(visit[1], f"{path}.visits[{j}] time")
-            if endpoint.get("loq") is not None:
-                schema.number(endpoint["loq"], f"{path}.loq", open_low=True)
-        if (
-            isinstance(released.get("pk_endpoint"), str)
-            and released["pk_endpoint"] not in (released["endpoints"])
-        ):
-            schema.value_problems.append("pk_endpoint is not one of the endpoints")
-    if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
-        for name in _CHECK_KEYS:
-            if name in released["checks"]:
-                schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
-    return schema
+            schema.count(visit[0], f"{path}.visits[{j}] period")
+            schema.number(visit[1], f"{path}.visits[{j}] time")
+        if endpoint.get("loq") is not None:
+            schema.number(endpoint["loq"], f"{path}.loq", open_low=True)
+    if (
+        isinstance(released.get("pk_endpoint"), str)
+        and released["pk_endpoint"] not in (released["endpoints"])
+    ):
+        schema.value_problems.append("pk_endpoint is not one of the endpoints")
 
 
 # --- The fingerprint --------------------------------------------------------------------------
@@ -473,11 +519,7 @@ class Fingerprint:
     checks: dict
 
     def __post_init__(self) -> None:
-        schema = _schema(dataclasses.asdict(self))
-        if schema.type_problems:
-            raise TypeError("not a fingerprint: " + "; ".join(schema.type_problems))
-        if schema.value_problems:
-            raise ValueError("not a fingerprint: " + "; ".join(schema.value_problems))
+        _schema(dataclasses.asdict(self)).refuse("not a fingerprint: ")
 
     def to_json(self) -> str:
         """The fingerprint as JSON: the artefact that would leave the secure environment."""
@@ -504,13 +546,7 @@ class Fingerprint:
         if repeated:
             # Readers differ on which value of a repeated key wins: refuse the ambiguity.
             raise ValueError(f"text repeats keys within one object: {repeated}")
-        schema = _schema(fields)
-        if schema.type_problems:
-            raise TypeError("text does not hold a fingerprint: " + "; ".join(schema.type_problems))
-        if schema.value_problems:
-            raise ValueError(
-                "text does not hold a fingerprint: " + "; ".join(schema.value_problems)
-            )
+        _schema(fields).refuse("text does not hold a fingerprint: ")
         return cls(**fields)
 
     @property
@@ -519,49 +555,84 @@ class Fingerprint:
         return None if self.model is None else PkModel(**self.model)
 
     def __str__(self) -> str:
-        def line(values: dict) -> str:
-            return ", ".join(f"{k} {v:g}" for k, v in values.items())
-
-        lines = [f"PMX model fingerprint: {self.cohort_size} patients"]
-        if self.model is not None:
-            lines += [
-                f"PK ({self.pk_endpoint}): {self.pk_model}, {self.error} error",
-                f"  typical values: {line(self.typical)}",
-                f"  between-subject variances: {line(self.omega)}",
-                f"  residual error: {line(self.residual)}",
+        return "\n".join(
+            [
+                f"PMX model fingerprint: {self.cohort_size} patients",
+                *_pk_lines(self),
+                *_pd_lines(self),
+                *_covariate_lines(self),
+                *_arm_lines(self),
+                *_endpoint_lines(self),
+                "checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()),
             ]
-        for name, model in self.pd.items():
-            shape = ", ".join(f"{k} {v:g}" for k, v in model["parameters"].items())
-            lines.append(
-                f"PD ({name}): {model['shape']} shape; baseline {model['baseline']:g}, "
-                f"between-subject SD {model['baseline_sd']:g}; {shape}; residual SD "
-                f"{model['residual']:g}"
-            )
-        for name, levels in self.graded.items():
-            lines.append(f"graded {name}: " + ", ".join(f"{lv:g} {fr:g}" for lv, fr in levels))
-        for name, summary in self.covariates.items():
-            lines.append(
-                f"covariate {name}: geometric mean {summary['geometric_mean']:g}, "
-                f"SD on the log scale {summary['sdlog']:g}"
-            )
-        for name, levels in self.categories.items():
-            lines.append(f"covariate {name}: " + ", ".join(f"{lv} {fr:g}" for lv, fr in levels))
-        if self.reference_weight is not None:
-            lines.append(f"reference weight: {self.reference_weight:g}")
-        for arm in self.arms:
-            doses = ", ".join(
-                f"{d['amount']:g} at {d['time']:g} h"
-                + (f" of period {d['period'] + 1}" if d["period"] else "")
-                for d in arm["doses"][:4]
-            )
-            more = f" (+{len(arm['doses']) - 4} more)" if len(arm["doses"]) > 4 else ""
-            lines.append(f"{arm['arm']}: {arm['patients']} patients; doses {doses}{more}")
-        lines.append(f"dose-change rate: {self.dose_change_rate:g}")
-        for name, endpoint in self.endpoints.items():
-            loq = "none" if endpoint["loq"] is None else f"{endpoint['loq']:g}"
-            lines.append(
-                f"endpoint {name}: attendance {endpoint['attendance']:g} over "
-                f"{len(endpoint['visits'])} visits, LOQ {loq}"
-            )
-        lines.append("checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()))
-        return "\n".join(lines)
+        )
+
+
+def _estimates(values: dict) -> str:
+    """Named numbers as text: ``cl 0.1, v 8``."""
+    return ", ".join(f"{k} {v:g}" for k, v in values.items())
+
+
+def _pk_lines(fingerprint: Fingerprint) -> list[str]:
+    """The PK model and its estimates (none without a PK model)."""
+    if fingerprint.model is None:
+        return []
+    return [
+        f"PK ({fingerprint.pk_endpoint}): {fingerprint.pk_model}, {fingerprint.error} error",
+        f"  typical values: {_estimates(fingerprint.typical)}",
+        f"  between-subject variances: {_estimates(fingerprint.omega)}",
+        f"  residual error: {_estimates(fingerprint.residual)}",
+    ]
+
+
+def _pd_lines(fingerprint: Fingerprint) -> list[str]:
+    """Each PD model, then each graded endpoint's level frequencies."""
+    lines = [
+        f"PD ({name}): {model['shape']} shape; baseline {model['baseline']:g}, "
+        f"between-subject SD {model['baseline_sd']:g}; {_estimates(model['parameters'])}; "
+        f"residual SD {model['residual']:g}"
+        for name, model in fingerprint.pd.items()
+    ]
+    for name, levels in fingerprint.graded.items():
+        lines.append(f"graded {name}: " + ", ".join(f"{lv:g} {fr:g}" for lv, fr in levels))
+    return lines
+
+
+def _covariate_lines(fingerprint: Fingerprint) -> list[str]:
+    """The continuous covariates' summaries, the categories' frequencies, the reference weight."""
+    lines = [
+        f"covariate {name}: geometric mean {summary['geometric_mean']:g}, "
+        f"SD on the log scale {summary['sdlog']:g}"
+        for name, summary in fingerprint.covariates.items()
+    ]
+    for name, levels in fingerprint.categories.items():
+        lines.append(f"covariate {name}: " + ", ".join(f"{lv} {fr:g}" for lv, fr in levels))
+    if fingerprint.reference_weight is not None:
+        lines.append(f"reference weight: {fingerprint.reference_weight:g}")
+    return lines
+
+
+def _arm_lines(fingerprint: Fingerprint) -> list[str]:
+    """Each arm's size and first four doses, then the dose-change rate."""
+    lines = []
+    for arm in fingerprint.arms:
+        doses = ", ".join(
+            f"{d['amount']:g} at {d['time']:g} h"
+            + (f" of period {d['period'] + 1}" if d["period"] else "")
+            for d in arm["doses"][:4]
+        )
+        more = f" (+{len(arm['doses']) - 4} more)" if len(arm["doses"]) > 4 else ""
+        lines.append(f"{arm['arm']}: {arm['patients']} patients; doses {doses}{more}")
+    return [*lines, f"dose-change rate: {fingerprint.dose_change_rate:g}"]
+
+
+def _endpoint_lines(fingerprint: Fingerprint) -> list[str]:
+    """Each endpoint's attendance, number of visits and LOQ."""
+    lines = []
+    for name, endpoint in fingerprint.endpoints.items():
+        loq = "none" if endpoint["loq"] is None else f"{endpoint['loq']:g}"
+        lines.append(
+            f"endpoint {name}: attendance {endpoint['attendance']:g} over "
+            f"{len(endpoint['visits'])} visits, LOQ {loq}"
+        )
+    return lines

@@ -156,6 +156,14 @@ _NEWTON_GAIN = 1e-3  # OFV a Newton step from a converged optimum may still gain
 # A log-scale SE above this gives a 95 % interval wider than a factor 100 either way: the
 # data do not determine the parameter, however the Hessian's inverse came out.
 _UNDETERMINED_LOG_SE = np.log(100.0) / 1.96
+# The summary's columns as the printed fit heads them.
+_SUMMARY_LABELS = {
+    "se": "SE",
+    "rse_percent": "RSE %",
+    "ci_low": "95 % CI low",
+    "ci_high": "95 % CI high",
+    "shrinkage_percent": "shrinkage %",
+}
 
 
 @cache
@@ -294,33 +302,30 @@ class PopulationFit:
 
     def __str__(self) -> str:
         status = "converged" if self.converged else "NOT converged"
-        labels = {
-            "se": "SE",
-            "rse_percent": "RSE %",
-            "ci_low": "95 % CI low",
-            "ci_high": "95 % CI high",
-            "shrinkage_percent": "shrinkage %",
-        }
-        table = self.summary().rename(columns=labels)
-        table = table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
+        table = self.summary().rename(columns=_SUMMARY_LABELS)
         lines = [
             f"{self.model}; {self.n_patients} patients, {self.n_observations} observations, "
             f"{self.error} error",
-            table,
+            table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-"),
             f"OFV {self.ofv:.2f} ({status})",
         ]
-        if self.n_left_out:
-            lines.append(
-                f"note: {self.n_left_out} observations of 0 left out of the likelihood "
-                "(proportional error, Beal's M1)"
-            )
-        if self.n_unit_variance:
-            lines.append(
-                f"note: {self.n_unit_variance} non-zero observations predicted as 0, "
-                "with variance 1 (they add their squares to the OFV)"
-            )
-        lines += [f"warning: {message}" for message in self.diagnostics]
-        return "\n".join(lines)
+        return "\n".join(lines + _fit_notes(self))
+
+
+def _fit_notes(fit: PopulationFit) -> list[str]:
+    """The printed fit's notes on the conventions it used, and its warnings."""
+    notes = []
+    if fit.n_left_out:
+        notes.append(
+            f"note: {fit.n_left_out} observations of 0 left out of the likelihood "
+            "(proportional error, Beal's M1)"
+        )
+    if fit.n_unit_variance:
+        notes.append(
+            f"note: {fit.n_unit_variance} non-zero observations predicted as 0, "
+            "with variance 1 (they add their squares to the OFV)"
+        )
+    return notes + [f"warning: {message}" for message in fit.diagnostics]
 
 
 def _unpacked_series(problem: _Problem, x: np.ndarray):

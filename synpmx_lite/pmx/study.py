@@ -174,37 +174,11 @@ def pmx_roles(
         "arm": arm,
         "weight": weight,
     }
-    for name, value in required.items():
-        _column_name(value, name)
-    for name, value in optional.items():
-        if value is not None:
-            _column_name(value, name)
-    covariates = tuple(_column_name(c, "covariates") for c in _as_names(covariates, "covariates"))
-    categorical = tuple(
-        _column_name(c, "categorical") for c in _as_names(categorical, "categorical")
-    )
-    if not set(categorical) <= set(covariates):
-        raise ValueError(f"categorical must be a subset of covariates, got {categorical}")
-    if weight is not None and weight not in covariates:
-        raise ValueError(f"weight must be one of the covariates, got {weight!r}")
-    if pk_endpoint is not None and not isinstance(pk_endpoint, str):
-        raise TypeError(f"pk_endpoint must be a string, got {pk_endpoint!r}")
-    if not isinstance(log_dv, bool):
-        raise TypeError(f"log_dv must be a bool, got {log_dv!r}")
-    if model is not None and not isinstance(model, PkModel):
-        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
-    keep = tuple(_column_name(c, "keep") for c in _as_names(keep, "keep"))
-    if set(keep) & set(covariates):
-        raise ValueError(
-            f"keep columns must not be covariates, got {sorted(set(keep) & set(covariates))}"
-        )
-    if isinstance(graded, str) or not isinstance(graded, list | tuple):
-        raise TypeError(f"graded must be a list or tuple of endpoint names, got {graded!r}")
-    graded = tuple(graded)
-    if not all(isinstance(e, str) and e for e in graded):
-        raise TypeError(f"graded must hold endpoint names (non-empty strings), got {graded!r}")
-    if pk_endpoint is not None and pk_endpoint in graded:
-        raise ValueError(f"the PK endpoint {pk_endpoint!r} cannot be graded")
+    _check_column_names(required, optional)
+    covariates, categorical = _covariate_roles(covariates, categorical, weight)
+    _check_pk_roles(pk_endpoint, log_dv, model)
+    keep = _keep_columns(keep, covariates)
+    graded = _graded_endpoints(graded, pk_endpoint)
     if not isinstance(fit_pk, bool):
         raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
     if not fit_pk and (pk_endpoint is not None or log_dv):
@@ -221,6 +195,60 @@ def pmx_roles(
         keep=keep,
         graded=graded,
     )
+
+
+def _check_column_names(required: dict, optional: dict) -> None:
+    """Refuse a role that names no column (an optional role may be None)."""
+    for name, value in required.items():
+        _column_name(value, name)
+    for name, value in optional.items():
+        if value is not None:
+            _column_name(value, name)
+
+
+def _covariate_roles(covariates: object, categorical: object, weight: str | None) -> tuple:
+    """The covariates and the categorical ones, checked, with the weight among the covariates."""
+    covariates = tuple(_column_name(c, "covariates") for c in _as_names(covariates, "covariates"))
+    categorical = tuple(
+        _column_name(c, "categorical") for c in _as_names(categorical, "categorical")
+    )
+    if not set(categorical) <= set(covariates):
+        raise ValueError(f"categorical must be a subset of covariates, got {categorical}")
+    if weight is not None and weight not in covariates:
+        raise ValueError(f"weight must be one of the covariates, got {weight!r}")
+    return covariates, categorical
+
+
+def _check_pk_roles(pk_endpoint: object, log_dv: object, model: object) -> None:
+    """Refuse a PK endpoint, log flag or PK model of the wrong type."""
+    if pk_endpoint is not None and not isinstance(pk_endpoint, str):
+        raise TypeError(f"pk_endpoint must be a string, got {pk_endpoint!r}")
+    if not isinstance(log_dv, bool):
+        raise TypeError(f"log_dv must be a bool, got {log_dv!r}")
+    if model is not None and not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+
+
+def _keep_columns(keep: object, covariates: tuple) -> tuple:
+    """The keep columns, checked, none of them a covariate."""
+    keep = tuple(_column_name(c, "keep") for c in _as_names(keep, "keep"))
+    if set(keep) & set(covariates):
+        raise ValueError(
+            f"keep columns must not be covariates, got {sorted(set(keep) & set(covariates))}"
+        )
+    return keep
+
+
+def _graded_endpoints(graded: object, pk_endpoint: str | None) -> tuple:
+    """The graded endpoints, checked, the PK endpoint not among them."""
+    if isinstance(graded, str) or not isinstance(graded, list | tuple):
+        raise TypeError(f"graded must be a list or tuple of endpoint names, got {graded!r}")
+    graded = tuple(graded)
+    if not all(isinstance(e, str) and e for e in graded):
+        raise TypeError(f"graded must hold endpoint names (non-empty strings), got {graded!r}")
+    if pk_endpoint is not None and pk_endpoint in graded:
+        raise ValueError(f"the PK endpoint {pk_endpoint!r} cannot be graded")
+    return graded
 
 
 def _as_names(value: object, name: str) -> tuple:
@@ -489,14 +517,50 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
             raise ValueError(f"data has no column {column!r} (named in roles)")
     if data.empty:
         raise ValueError("data has no rows")
-    time = _numeric(data, roles.time, "time")
-    dv = _numeric(data, roles.dv, "dv")
-    amt = _numeric(data, roles.amt, "amt")
-    evid = _numeric(data, roles.evid, "evid")
-    rate = _numeric(data, roles.rate, "rate") if roles.rate else np.zeros(len(data))
-    mdv = _numeric(data, roles.mdv, "mdv") if roles.mdv else np.zeros(len(data))
+    values = _role_values(data, roles)
+    is_dose, is_obs = _event_rows(data, roles, values)
+    codes, ids = _patients(data, roles)
+    n = len(ids)
+    if n < min_patients:
+        raise ValueError(f"data has {n} patients; at least {min_patients} are needed")
+    # A time that goes back within a patient starts a new dosing period after a washout.
+    back = np.r_[False, (np.diff(values["time"]) < 0) & (codes[1:] == codes[:-1])]
+    period = pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
+    _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (values["dv"] != 0))
+    doses = _dose_table(values, is_dose, codes, period)
+    observations = _observation_table(data, roles, values, is_obs, codes, period)
+    _refuse_early_observations(doses, observations, ids)
+    pk = _pk_endpoint(roles, observations["endpoint"].unique())
+    _refuse_patients_without_pk(observations, pk, ids)
+    if roles.nominal_time:
+        observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
+    else:
+        observations["visit"] = observations.groupby(["patient", "endpoint"]).cumcount()
+    if roles.fit_pk and roles.model.route == "oral" and (doses["duration"] > 0).any():
+        raise ValueError("an oral model takes no infusions: the rate column has positive rates")
+    covariates, arms = _baseline(data, roles, codes)
+    return _arranged(roles, ids, covariates, arms, doses, observations, pk)
+
+
+def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:
+    """The time, value, amount, event-code, rate and MDV columns as numbers, checked (rate and
+    MDV 0 where the roles name none); the ID column checked for missing values."""
+    values = {
+        role: _numeric(data, getattr(roles, role), role) for role in ("time", "dv", "amt", "evid")
+    }
+    values["rate"] = _numeric(data, roles.rate, "rate") if roles.rate else np.zeros(len(data))
+    values["mdv"] = _numeric(data, roles.mdv, "mdv") if roles.mdv else np.zeros(len(data))
     if data[roles.id].isna().any():
         raise ValueError(f"column {roles.id!r} (the id column) has missing values")
+    return values
+
+
+def _event_rows(
+    data: pd.DataFrame, roles: PmxRoles, values: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows are doses and which observations, with their codes, times, doses, rates and
+    observed values checked."""
+    time, dv, amt, evid, rate = (values[k] for k in ("time", "dv", "amt", "evid", "rate"))
     unknown = sorted(set(np.unique(evid)) - {_OBSERVATION, *_DOSE_CODES})
     if unknown:
         raise ValueError(f"column {roles.evid!r} has unsupported event codes {unknown}")
@@ -509,13 +573,19 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         raise ValueError(f"column {roles.amt!r} has dose rows with a dose that is not positive")
     if np.any(rate[is_dose] < 0):
         raise ValueError(f"column {roles.rate!r} has negative rates on dose rows")
-    is_obs = (evid == _OBSERVATION) & (mdv == 0)
+    is_obs = (evid == _OBSERVATION) & (values["mdv"] == 0)
     if not np.all(np.isfinite(dv[is_obs])):
         rows = _row_labels(data.index[is_obs & ~np.isfinite(dv)])
         raise ValueError(
             f"column {roles.dv!r} has missing or infinite values on observation rows {rows}: "
             "flag a missing observation with MDV 1 (roles.mdv)"
         )
+    return is_dose, is_obs
+
+
+def _patients(data: pd.DataFrame, roles: PmxRoles) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's patient (position) and the source IDs, refusing IDs that read as one and a
+    patient whose rows are split into separate blocks."""
     codes, ids = pd.factorize(data[roles.id], sort=False)
     ids = np.array(ids.tolist(), dtype=object)  # plain Python IDs for messages and reports
     _refuse_ids_that_read_alike(ids)
@@ -529,35 +599,52 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
             f"{_row_labels(rows)}: two patients share an ID, or the rows are out of order "
             "(keep each patient's rows together)"
         )
-    n = len(ids)
-    if n < min_patients:
-        raise ValueError(f"data has {n} patients; at least {min_patients} are needed")
-    # A time that goes back within a patient starts a new dosing period after a washout.
-    back = np.r_[False, (np.diff(time) < 0) & (codes[1:] == codes[:-1])]
-    period = pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
-    _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (dv != 0))
+    return codes, ids
 
-    endpoint = data[roles.dvid].astype(str).to_numpy() if roles.dvid else np.full(len(data), "DV")
+
+def _dose_table(
+    values: dict[str, np.ndarray], is_dose: np.ndarray, codes: np.ndarray, period: np.ndarray
+) -> pd.DataFrame:
+    """One row per dose, its duration amount / rate for an infusion and 0 otherwise."""
+    amt, rate = values["amt"], values["rate"]
     with np.errstate(divide="ignore", invalid="ignore"):
         duration = np.where(rate > 0, amt / np.where(rate > 0, rate, 1), 0.0)
-    doses = pd.DataFrame(
+    return pd.DataFrame(
         {
             "patient": codes[is_dose],
             "period": period[is_dose],
-            "time": time[is_dose],
+            "time": values["time"][is_dose],
             "amount": amt[is_dose],
             "duration": duration[is_dose],
         }
     )
-    observations = pd.DataFrame(
+
+
+def _observation_table(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    values: dict[str, np.ndarray],
+    is_obs: np.ndarray,
+    codes: np.ndarray,
+    period: np.ndarray,
+) -> pd.DataFrame:
+    """One row per observation, its endpoint ``"DV"`` without a ``dvid`` column."""
+    endpoint = data[roles.dvid].astype(str).to_numpy() if roles.dvid else np.full(len(data), "DV")
+    return pd.DataFrame(
         {
             "patient": codes[is_obs],
             "period": period[is_obs],
             "endpoint": endpoint[is_obs],
-            "time": time[is_obs],
-            "dv": dv[is_obs],
+            "time": values["time"][is_obs],
+            "dv": values["dv"][is_obs],
         }
     )
+
+
+def _refuse_early_observations(
+    doses: pd.DataFrame, observations: pd.DataFrame, ids: np.ndarray
+) -> None:
+    """Refuse observations before the first dose of their patient and period."""
     first_dose = doses.groupby(["patient", "period"])["time"].min()
     key = pd.MultiIndex.from_arrays([observations["patient"], observations["period"]])
     first = first_dose.reindex(key).to_numpy()
@@ -568,20 +655,27 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
             f"{int(early.sum())} observations come before any dose of their patient "
             f"and period (first: patient {bad!r})"
         )
-    pk = _pk_endpoint(roles, observations["endpoint"].unique())
-    observed = np.bincount(observations.loc[observations["endpoint"] == pk, "patient"], minlength=n)
+
+
+def _refuse_patients_without_pk(
+    observations: pd.DataFrame, pk: str | None, ids: np.ndarray
+) -> None:
+    """Refuse a patient with no observation of the PK endpoint (none is needed without one)."""
+    observed = np.bincount(
+        observations.loc[observations["endpoint"] == pk, "patient"], minlength=len(ids)
+    )
     if pk is not None and np.any(observed == 0):
         raise ValueError(
             f"patient {ids[np.argmax(observed == 0)]!r} has no observation of the PK endpoint "
             f"{pk!r}"
         )
-    if roles.nominal_time:
-        observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
-    else:
-        observations["visit"] = observations.groupby(["patient", "endpoint"]).cumcount()
-    if roles.fit_pk and roles.model.route == "oral" and (doses["duration"] > 0).any():
-        raise ValueError("an oral model takes no infusions: the rate column has positive rates")
 
+
+def _baseline(
+    data: pd.DataFrame, roles: PmxRoles, codes: np.ndarray
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Each patient's covariates and keep columns, and arm (``"all"`` without an arm column),
+    read at their first row; the covariates checked."""
     first_rows = np.unique(codes, return_index=True)[1]
     covariates = data.iloc[first_rows][list(roles.covariates + roles.keep)].reset_index(drop=True)
     for column in roles.covariates:
@@ -594,8 +688,23 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     arms = (
         data.iloc[first_rows][roles.arm].astype(str).reset_index(drop=True)
         if roles.arm
-        else pd.Series(["all"] * n)
+        else pd.Series(["all"] * len(first_rows))
     )
+    return covariates, arms
+
+
+def _arranged(
+    roles: PmxRoles,
+    ids: np.ndarray,
+    covariates: pd.DataFrame,
+    arms: pd.Series,
+    doses: pd.DataFrame,
+    observations: pd.DataFrame,
+    pk: str | None,
+) -> StudyEvents:
+    """The checked study, with padded per-patient arrays of the doses and of the PK endpoint's
+    observations."""
+    n = len(ids)
     pk_obs = observations[observations["endpoint"] == pk]
     dose_arrays = _padded(doses, ["time", "amount", "duration", "period"], n, 0.0)
     obs_arrays = _padded(pk_obs, ["time", "dv", "period"], n, np.nan)
