@@ -6,7 +6,7 @@ Run from the repository's root::
 
 Three ways of computing every example's eta, each after the same fit, side by side:
 
-* ``secular`` is :func:`synpmx_lite.fisher.per_example_fil`: one change of basis, then the
+* ``secular`` is :func:`synpmx_lite.fisher.leakage.per_example_fil`: one change of basis, then the
   largest root of each example's two-by-two secular equation, O(d) per example and step;
 * ``paper`` reconstructs the approach of Hannun, Guo and van der Maaten's code: the
   (n, d, d + 1) tensor of Jacobians and the spectral norm of each (a batched SVD, as
@@ -40,7 +40,7 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from synpmx_lite.fisher import per_example_fil, per_example_jacobians
+from synpmx_lite.fisher.leakage import per_example_fil, per_example_jacobians
 
 REPEATS = 7
 SIZE = (10_000, 20)

@@ -1,7 +1,7 @@
 """The engine beside R's nlme on the same population PK models, in one run.
 
 Both fit the same closed-form models to the same observations (exported from
-:func:`synpmx_lite.study.prepare_study`): diagonal random effects on every log parameter,
+:func:`synpmx_lite.pmx.study.prepare_study`): diagonal random effects on every log parameter,
 additive residual error, maximum likelihood. The engine's objective is FOCE-I; nlme's is
 Lindstrom-Bates, its first-order conditional approximation, so the OFVs agree closely but not
 to the digit. Three parts:
@@ -16,8 +16,8 @@ to the digit. Three parts:
    (``summary()`` for the typical values, ``intervals()`` for the SDs, on the log scale).
 3. The two-compartment studies (mavoglurant, nimoData), additive error: nlme from a grid of
    dispersed starts, and the engine; the best optimum of each, and the exact -2 log-likelihood
-   at both by importance sampling (:func:`synpmx_lite.estimation.importance_sampling_ofv`), which
-   decides between them without either method's approximation.
+   at both by importance sampling (:func:`synpmx_lite.pmx.population.importance_sampling_ofv`),
+   which decides between them without either method's approximation.
 
 R 4.2 with nlme runs the R side (``Rscript benchmarks/nlme_fits.R``, called by this script;
 ``apt-get install r-base-core`` brings both). Without ``Rscript`` on the PATH the script says
@@ -29,7 +29,7 @@ Run from the repository's root::
     .venv/bin/python benchmarks/bench_nlme.py --quick    # parts 1 and 2 only
 
 ``--reference`` also writes nlme's theo_sd estimates and standard errors to
-``tests/data/nlme_theo_sd_additive.csv``, the reference of the engine's standard-error test.
+``tests/pmx/data/nlme_theo_sd_additive.csv``, the reference of the engine's standard-error test.
 
 Both sides run single-threaded, and both wall-clock and CPU seconds are printed. The last
 line, ``engine_over_nlme_one_compartment: X``, is the engine's total CPU time on the three
@@ -52,8 +52,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synpmx_lite.estimation import fit_population, importance_sampling_ofv
-from synpmx_lite.study import load_dataset, prepare_study
+from synpmx_lite.pmx.population import fit_population, importance_sampling_ofv
+from synpmx_lite.pmx.study import load_dataset, prepare_study
 
 ONE_COMPARTMENT = ("theo_sd", "warfarin", "pheno_sd")
 TWO_COMPARTMENTS = ("mavoglurant", "nimoData")
@@ -178,14 +178,14 @@ def main() -> None:
 
 
 def write_reference(found: pd.Series) -> None:
-    """nlme's theo_sd log-scale estimates and SEs, for tests/test_estimation.py."""
+    """nlme's theo_sd log-scale estimates and SEs, for tests/pmx/test_population.py."""
     rows = []
     for name in ("cl", "v", "ka"):
         key = NLME_NAMES[name]
         rows.append(("typical", name, found[f"{key}_est"], found[f"{key}_se"]))
         rows.append(("omega_sd", name, np.log(found[f"sd_{key}_est"]), found[f"sd_{key}_logse"]))
     rows.append(("residual", "additive", np.log(found["sigma_est"]), found["sigma_logse"]))
-    path = Path(__file__).parents[1] / "tests" / "data" / "nlme_theo_sd_additive.csv"
+    path = Path(__file__).parents[1] / "tests" / "pmx" / "data" / "nlme_theo_sd_additive.csv"
     table = pd.DataFrame(rows, columns=["kind", "parameter", "log_estimate", "log_se"])
     table["ofv"] = found["ofv"]
     table.to_csv(path, index=False, float_format="%.6g")

@@ -1,7 +1,7 @@
 """The PD models beside R's nlme, and the cost of their leave-one-out refits, in one run.
 
 The engine fits each continuous PD endpoint by its closed-form marginal likelihood
-(:func:`synpmx_lite.pd.fit_pd_endpoint`): the random baseline enters linearly and the error is
+(:func:`synpmx_lite.pmx.pd.fit_pd_endpoint`): the random baseline enters linearly and the error is
 additive, so FOCE-I's approximation is exact. nlme fits the same model (``random = b0 ~ 1``,
 maximum likelihood), whose Lindstrom-Bates approximation is then exact too: the two OFVs must
 agree. Printed per endpoint: both OFVs and estimates, both fits' median seconds, and the
@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synpmx_lite.pd import fit_pd_endpoint, pd_loo_refits
-from synpmx_lite.study import load_dataset, prepare_study
+from synpmx_lite.pmx.pd import fit_pd_endpoint, pd_loo_refits
+from synpmx_lite.pmx.study import load_dataset, prepare_study
 
 REPEATS = 5
 R_SCRIPT = Path(__file__).with_name("nlme_pd.R")

@@ -25,10 +25,14 @@ import warnings
 
 import numpy as np
 
-from synpmx_lite.estimation import fit_population
-from synpmx_lite.fingerprint import model_fingerprint, model_privacy_checks, synpmx_model_estimate
-from synpmx_lite.generate import synpmx_model_generate
-from synpmx_lite.study import DATASETS, load_dataset, prepare_study
+from synpmx_lite.generator.estimate import (
+    model_fingerprint,
+    model_privacy_checks,
+    synpmx_model_estimate,
+)
+from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.pmx.population import fit_population
+from synpmx_lite.pmx.study import DATASETS, load_dataset, prepare_study
 
 REPEATS = 3
 BUDGET_SECONDS = 10.0

@@ -13,7 +13,7 @@ the notebook builds (``make_mean`` and ``then_laplace`` at the scale ``binary_se
 finds), ported to OpenDP 0.16. Only the notebook's legacy ``np.random`` calls are replaced by a
 seeded ``Generator``.
 
-Ours is :func:`synpmx_lite.tracing.simulate_tracing` with the chapter's settings: the same
+Ours is :func:`synpmx_lite.attacks.tracing.simulate_tracing` with the chapter's settings: the same
 sample sizes, predicate counts and trials, but 50 reference people in every trial, both
 thresholds (fixed and calibrated), and in the third simulation the unclipped statistic too,
 all seeded, the noise drawn by numpy at OpenDP's certified scale. It does more work than the
@@ -34,7 +34,7 @@ import numpy as np
 import opendp.prelude as dp
 import pandas as pd
 
-from synpmx_lite.tracing import load_pums, simulate_tracing
+from synpmx_lite.attacks.tracing import load_pums, simulate_tracing
 
 dp.enable_features("contrib")
 

@@ -1,67 +1,32 @@
 """synpmx_lite: the computations behind the book on membership inference and PMX model releases.
 
-Modules
--------
-study, pk, estimation, pd
-    A PMX study's event table and roles, closed-form PK models, the FOCE-I population fit, and
-    the population models of continuous PD endpoints with their leave-one-out refits.
-fingerprint, release, protections, influence, checks, generate, cases
-    The model generator: estimation with influence rounds and the building of the release
-    (fingerprint), the released artefact and its allowlist (release), the protection rules
-    (protections), leave-one-out influence (influence), checks P1-P5 that judge the released
-    JSON against the source (checks), synthetic data from the fingerprint alone (generate),
-    and the constructed warfarin cases that exercise the protections (cases).
-membership
-    Membership inference against simplified models of a PMX fingerprint (attendance shares and
-    population-model estimates), the AUC and its Monte Carlo error.
-membership_real
-    Membership inference against the real generator's releases of shadow cohorts of the public
-    studies.
-rounding
-    Rounding to significant figures.
-dp_noise
-    The noise a differential-privacy guarantee needs on a small study's population model.
-tracing
-    The tracing attack of Dwork et al. on released means, and OpenDP's Laplace mean query.
-tables
-    Captioned, numbered tables for the book (MyST in the book, HTML in a notebook).
-fisher, fisher_attacks, fisher_bounds, fisher_data
-    Per-example Fisher information loss and IRFIL; white-box and black-box attribute inversion;
-    the FIL of a differentially private mean and the bound for biased adversaries; the
-    scikit-learn datasets they are shown on.
+The package has four subpackages over a few shared helpers; imports only go down this list
+(``tests/test_layers.py`` keeps it so):
+
+attacks
+    Membership inference against the fingerprint (simplified models, then the real generator)
+    and the tracing attack of Dwork et al. on released means with OpenDP's Laplace mechanism.
+fisher
+    Per-example Fisher information loss and IRFIL, attribute inversion, the FIL of a
+    differentially private mean and the bound for biased adversaries.
+generator
+    The model generator: estimation with influence rounds, the released fingerprint and its
+    allowlist, the protection rules, checks P1-P5 on the released JSON, synthetic data and the
+    constructed warfarin cases.
+pmx
+    The PMX engine: event table and roles, closed-form PK models, the FOCE-I population fit
+    and the PD endpoints' population models.
+dp_noise, rounding, stored, tables, plotting, _validation, data/
+    Shared helpers (the noise a DP guarantee needs, rounding to significant figures, stored
+    results of long computations keyed by their settings and sources, the book's captioned
+    tables and plot theme, argument checks) and the shipped datasets.
+
+``attacks`` may import ``generator`` and ``pmx``; ``generator`` may import ``pmx``; ``fisher``
+and ``pmx`` import only the shared helpers, which import nothing above them. The names below
+are the public API the book, the README and the benchmarks use.
 """
 
-from .cases import ConstructedCases, constructed_warfarin_cases
-from .checks import release_checks
-from .estimation import (
-    ERROR_MODELS,
-    FitWarning,
-    PopulationFit,
-    empirical_bayes_estimates,
-    fit_population,
-    importance_sampling_ofv,
-)
-from .fingerprint import (
-    ModelFit,
-    model_fingerprint,
-    model_privacy_checks,
-    privacy_checks_across_studies,
-    synpmx_model_estimate,
-)
-from .fisher import (
-    Reweighting,
-    irfil,
-    logistic_l2_path,
-    matched_logistic_l2,
-    per_example_fil,
-    per_example_heuristics,
-    subset_fil,
-)
-from .fisher_attacks import AttributeInversion, attribute_inversion, inversion_sweep
-from .fisher_bounds import biased_cramer_rao, mean_release_fil
-from .generate import synpmx_model_generate
-from .influence import LeftOut, PrivacyReport, influence_moves, pd_influence_moves, pd_shape_moves
-from .membership import (
+from .attacks.membership import (
     AttendanceAttack,
     MembershipTables,
     PopulationAttack,
@@ -80,20 +45,13 @@ from .membership import (
     roc_curve,
     true_positive_rate_at,
 )
-from .membership_real import (
+from .attacks.membership_generator import (
     GeneratorAttack,
     equivalent_patients,
     generator_membership_attack,
     simplified_prediction,
 )
-from .pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
-from .pk import PkModel, predict_concentrations
-from .protections import fold_categories, loq_floor, trimmed_log_summary
-from .release import FINGERPRINT_FIELDS, Fingerprint, release_problems
-from .rounding import round_significant
-from .study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, prepare_study
-from .tables import BookTable, book_table
-from .tracing import (
+from .attacks.tracing import (
     DpMeanQuery,
     OpenDpRecord,
     TracingSimulation,
@@ -108,6 +66,49 @@ from .tracing import (
     simulate_tracing,
     single_reference_test,
 )
+from .fisher.bounds import biased_cramer_rao, mean_release_fil
+from .fisher.inversion import AttributeInversion, attribute_inversion, inversion_sweep
+from .fisher.leakage import (
+    Reweighting,
+    irfil,
+    logistic_l2_path,
+    matched_logistic_l2,
+    per_example_fil,
+    per_example_heuristics,
+    subset_fil,
+)
+from .generator.cases import ConstructedCases, constructed_warfarin_cases
+from .generator.checks import release_checks
+from .generator.estimate import (
+    ModelFit,
+    model_fingerprint,
+    model_privacy_checks,
+    privacy_checks_across_studies,
+    synpmx_model_estimate,
+)
+from .generator.generate import synpmx_model_generate
+from .generator.influence import (
+    LeftOut,
+    PrivacyReport,
+    influence_moves,
+    pd_influence_moves,
+    pd_shape_moves,
+)
+from .generator.protections import fold_categories, loq_floor, trimmed_log_summary
+from .generator.release import FINGERPRINT_FIELDS, Fingerprint, release_problems
+from .pmx.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
+from .pmx.pk import PkModel, predict_concentrations
+from .pmx.population import (
+    ERROR_MODELS,
+    FitWarning,
+    PopulationFit,
+    empirical_bayes_estimates,
+    fit_population,
+    importance_sampling_ofv,
+)
+from .pmx.study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, prepare_study
+from .rounding import round_significant
+from .tables import BookTable, book_table
 
 __version__ = "0.1.0"
 

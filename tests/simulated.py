@@ -6,10 +6,10 @@ refuses a study carrying them, so the simulated patients are renumbered 101, 102
 
 import dataclasses
 
-from synpmx_lite.generate import synpmx_model_generate
-from synpmx_lite.pk import PkModel
-from synpmx_lite.release import Fingerprint
-from synpmx_lite.study import pmx_roles
+from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator.release import Fingerprint
+from synpmx_lite.pmx.pk import PkModel
+from synpmx_lite.pmx.study import pmx_roles
 
 SIMULATED_ROLES = pmx_roles(
     id="id",

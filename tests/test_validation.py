@@ -6,7 +6,7 @@ import pytest
 
 from synpmx_lite import draw_attendance, random_predicates
 from synpmx_lite._validation import check_array, check_flag, check_rng
-from synpmx_lite.fisher_data import diabetes_data
+from synpmx_lite.fisher.datasets import diabetes_data
 
 
 def test_check_rng_accepts_generators_seeds_and_none():

@@ -1,0 +1,11 @@
+"""The model generator built on the PMX engine: it fits a study, builds the released
+fingerprint under the protections, checks the released file against the source, and draws
+synthetic data from the fingerprint alone.
+
+Modules: :mod:`~synpmx_lite.generator.estimate` (fit with influence rounds, build the release),
+:mod:`~synpmx_lite.generator.release` (the released artefact and its allowlist),
+:mod:`~synpmx_lite.generator.protections` (the rules), :mod:`~synpmx_lite.generator.influence`
+(one patient's influence), :mod:`~synpmx_lite.generator.checks` (checks P1-P5),
+:mod:`~synpmx_lite.generator.generate` (synthetic data) and :mod:`~synpmx_lite.generator.cases`
+(constructed warfarin cases). They import :mod:`synpmx_lite.pmx` and the shared helpers.
+"""

@@ -1,0 +1,367 @@
+r"""Protection 6: how far leaving out one patient moves each released estimate.
+
+:func:`influence_moves` reads, for every patient, how far each released estimate would move
+with that patient left out: local sensitivity, the study's own version of differential
+privacy's sensitivity (Dwork et al. 2006), and in regression Cook's distance (Cook 1977).
+:class:`PrivacyReport` holds the readings of a fit and the rounds of leaving patients out that
+:func:`synpmx_lite.generator.estimate.synpmx_model_estimate` runs.
+
+References
+----------
+Cook RD. Detection of influential observation in linear regression. Technometrics.
+1977;19(1):15-18.
+
+Dwork C, McSherry F, Nissim K, Smith A. Calibrating noise to sensitivity in private data
+analysis. In: Theory of Cryptography Conference (TCC). 2006.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_real
+from ..pmx.pd import PD_SHAPES, PdFit
+from ..pmx.population import FitWarning, PopulationFit
+from .protections import TRIM, trimmed_moments
+
+__all__ = [
+    "MAX_LEFT_OUT_SHARE",
+    "LeftOut",
+    "PrivacyReport",
+    "influence_moves",
+    "influence_table",
+    "pd_influence_moves",
+    "pd_shape_moves",
+    "verdict",
+]
+
+#: The largest share of the cohort the influence rounds may leave out: below 10 patients a
+#: tenth of the cohort is under one patient, so nobody can be left out.
+MAX_LEFT_OUT_SHARE = 0.1
+
+_VERDICTS = ("pass", "review", "FAIL")
+
+
+def influence_moves(
+    pk: PopulationFit | None,
+    covariates: pd.DataFrame,
+    continuous: list[str],
+    *,
+    pk_label: str | None,
+    ids: object = None,
+) -> pd.DataFrame:
+    r"""How far leaving out each patient moves each released estimate, on percent-like scales.
+
+    Parameters
+    ----------
+    pk : PopulationFit or None
+        The PK fit, whose random effects :math:`\eta_i` approximate the leave-one-out moves;
+        None for a study without a PK fit (covariate moves only).
+    covariates : pandas.DataFrame
+        The fitted patients' baseline covariates, one row per patient of ``pk.eta``, in its
+        order.
+    continuous : list of str
+        The continuous covariates whose summaries are released: columns of ``covariates``
+        with positive values.
+    pk_label : str or None
+        Prefix of the PK estimates' names (the PK endpoint).
+    ids : array_like, optional
+        The patients' source IDs, one per row of ``covariates``; needed without a PK fit
+        (otherwise ``pk.eta``'s index).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per patient (index: source ID), one column per estimate:
+
+        * typical value: :math:`100\,|e^{-\eta_{ik}/(n-1)} - 1|`, the percent change of
+          leaving out patient :math:`i`;
+        * between-subject SD: :math:`100\,|\omega_k\sqrt{r_{ik}} - \omega_k|` with
+          :math:`r_{ik} = \frac{(S_k-\eta_{ik}^2)/(n-1)}{S_k/n}`,
+          :math:`S_k=\sum_j \eta_{jk}^2`: the change of the log-scale SD in hundredths;
+        * covariate mean and SD on the log scale: recomputed exactly without the patient,
+          the change as a percent of the covariate's SD.
+
+        Shrinkage makes the PK readings understate the move.
+
+    Raises
+    ------
+    TypeError
+        ``pk`` is not a PopulationFit, ``covariates`` not a DataFrame, ``continuous`` not a
+        list or tuple of column names, or ``pk_label`` not a string.
+    ValueError
+        ``covariates`` has another number of rows than ``pk.eta``, a name in ``continuous``
+        is not one of its columns, or a continuous covariate is missing, not numeric or not
+        positive.
+    """
+    if pk is not None and not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit or None, got {type(pk).__name__}")
+    if pk is None and ids is None:
+        raise ValueError("ids must be given without a PK fit")
+    if not isinstance(covariates, pd.DataFrame):
+        raise TypeError(f"covariates must be a pandas DataFrame, got {type(covariates).__name__}")
+    if isinstance(continuous, str) or not isinstance(continuous, list | tuple):
+        raise TypeError(f"continuous must be a list of column names, got {continuous!r}")
+    if pk is not None and not isinstance(pk_label, str):
+        raise TypeError(f"pk_label must be a string, got {pk_label!r}")
+    index = pk.eta.index if pk is not None else pd.Index(np.asarray(ids), name="id")
+    eta = pk.eta.to_numpy() if pk is not None else np.zeros((len(index), 0))
+    n = eta.shape[0]
+    if len(covariates) != n:
+        raise ValueError(
+            f"covariates must have one row per fitted patient ({n}), got {len(covariates)}"
+        )
+    unknown = [name for name in continuous if name not in covariates.columns]
+    if unknown:
+        raise ValueError(f"continuous names columns that covariates lacks: {unknown}")
+    columns = {}
+    for k, name in enumerate(pk.eta.columns if pk is not None else []):
+        columns[f"{pk_label}: {name} typical value"] = 100 * np.abs(np.expm1(-eta[:, k] / (n - 1)))
+        total = np.sum(eta[:, k] ** 2)
+        ratio = np.clip((total - eta[:, k] ** 2) / (n - 1) / (total / n), 0, None)
+        omega_sd = math.sqrt(pk.omega.iloc[k])
+        columns[f"{pk_label}: {name} between-subject SD"] = (
+            100 * omega_sd * np.abs(np.sqrt(ratio) - 1)
+        )
+    for name in continuous:
+        if not pd.api.types.is_numeric_dtype(covariates[name]):
+            raise ValueError(f"continuous covariate {name!r} must be numeric")
+        values = covariates[name].to_numpy(dtype=float)
+        if not np.all(np.isfinite(values) & (values > 0)):
+            raise ValueError(f"continuous covariate {name!r} must be positive and not missing")
+        logs = np.log(values)
+        order = np.argsort(logs)
+        ranked = logs[order]
+        # Row i: the sorted logs without patient i (deleting from a sorted row keeps it sorted).
+        without = ranked[np.flatnonzero(~np.eye(n, dtype=bool)).reshape(n, n - 1) % n]
+        mean, sd = trimmed_moments(ranked[None, :], TRIM)
+        loo_mean, loo_sd = trimmed_moments(without, TRIM)
+        inverse = np.empty(n, dtype=int)
+        inverse[order] = np.arange(n)
+        scale = sd[0] if sd[0] > 0 else 1.0
+        columns[f"{name} mean on the log scale"] = (100 * np.abs(loo_mean - mean) / scale)[inverse]
+        columns[f"{name} SD on the log scale"] = (100 * np.abs(loo_sd - sd) / scale)[inverse]
+    return pd.DataFrame(columns, index=index)
+
+
+def pd_influence_moves(
+    fit: PdFit, refits: pd.DataFrame, *, review: float = 15.0, fail: float = 30.0
+) -> pd.DataFrame:
+    r"""How far leaving out each patient moves each released estimate of a PD model.
+
+    Every move is read from the leave-one-out refits (:func:`synpmx_lite.pmx.pd.pd_loo_refits`):
+    exact, not approximated from random effects.
+
+    Parameters
+    ----------
+    fit : PdFit
+        The PD fit on every patient.
+    refits : pandas.DataFrame
+        Its leave-one-out refits, one row per patient in the order of ``fit.ids``.
+    review, fail : float, default 15 and 30
+        The bars of protection 6, which set the second bar's scale (below).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per fitted patient (index: source ID), one column per estimate:
+
+        * ``baseline typical value``: the percent change of the baseline;
+        * ``baseline between-subject SD``: the change of the spread relative to the baseline
+          (a CV), in hundredths;
+        * ``<name> shape parameter``: the percent change of the shape parameter, counted only
+          as far as it is also large against the parameter's standard error. With
+          :math:`z_i = |\Delta_i| / \mathrm{SE}_{-i}`, the move read is
+          :math:`\min(100|\Delta_i/\theta|, g(z_i))`, where :math:`g` is piecewise linear with
+          :math:`g(1) = ` ``review``, :math:`g(2) = ` ``fail`` and :math:`g(0) = 0`: it reaches
+          ``review`` only where the change is at least 15 % *and* one SE, and ``fail`` only at
+          30 % and two SEs. :math:`\mathrm{SE}_{-i}` is the jackknife standard error of the
+          refits without each of the *other* patients (the patient's own refit left out of
+          it).
+
+    Warns
+    -----
+    FitWarning
+        When a refit did not converge (its ``converged`` column False): its moves may
+        understate that patient's influence.
+    """
+    if not isinstance(fit, PdFit):
+        raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
+    if not isinstance(refits, pd.DataFrame) or len(refits) != fit.n_patients:
+        raise ValueError(f"refits must be a DataFrame with one row per patient ({fit.n_patients})")
+    review = check_real(review, "review", low=0, low_open=True)
+    fail = check_real(fail, "fail", low=review)
+    _check_refit_columns(fit, refits)
+    if "converged" in refits.columns and not refits["converged"].all():
+        unsettled = int((~refits["converged"].astype(bool)).sum())
+        warnings.warn(
+            f"{unsettled} leave-one-out refit(s) of the PD model of {fit.endpoint!r} did not "
+            "converge: the moves read from them may understate those patients' influence",
+            FitWarning,
+            stacklevel=2,
+        )
+    label = fit.endpoint
+    baseline, spread = fit.baseline, fit.baseline_sd
+    loo_baseline = refits["baseline"].to_numpy(float)
+    loo_spread = refits["baseline_sd"].to_numpy(float)
+    columns = {
+        f"{label}: baseline typical value": 100 * np.abs(loo_baseline / baseline - 1),
+        f"{label}: baseline between-subject SD": 100
+        * np.abs(loo_spread / loo_baseline - spread / baseline),
+    }
+    shape = pd_shape_moves(fit, refits)
+    for name in PD_SHAPES[fit.shape]:
+        percent = shape[(name, "percent")].to_numpy()
+        z = shape[(name, "standard_errors")].to_numpy()
+        bar = np.where(z <= 1, review * z, review + (fail - review) * (z - 1))
+        columns[f"{label}: {name} shape parameter"] = np.minimum(percent, bar)
+    return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
+def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
+    r"""Each patient's move of each PD shape parameter, in percent and in standard errors.
+
+    Parameters
+    ----------
+    fit : PdFit
+        The PD fit on every patient.
+    refits : pandas.DataFrame
+        Its leave-one-out refits (:func:`synpmx_lite.pmx.pd.pd_loo_refits`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per patient (index: source ID); columns a MultiIndex of (parameter,
+        ``percent`` | ``standard_errors``): the percent change of leaving the patient out, and
+        the change in jackknife standard errors of the *other* patients' refits,
+        :math:`\mathrm{SE}_{-i}^2 = \frac{m-1}{m}\sum_{j \ne i}(\theta_{(j)} -
+        \bar\theta_{-i})^2` with :math:`m = n - 1`.
+    """
+    if not isinstance(fit, PdFit):
+        raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
+    n = fit.n_patients
+    if not isinstance(refits, pd.DataFrame) or len(refits) != n:
+        raise ValueError(f"refits must be a DataFrame with one row per patient ({n})")
+    _check_refit_columns(fit, refits)
+    m = n - 1
+    columns = {}
+    for name in PD_SHAPES[fit.shape]:
+        estimate = fit.parameters[name]
+        values = refits[name].to_numpy(float)
+        change = np.abs(values - estimate)
+        centred = values - values.mean()
+        others_sum = centred.sum() - centred
+        others_squares = (centred**2).sum() - centred**2
+        variance = (m - 1) / m * (others_squares - others_sum**2 / m)
+        se = np.sqrt(np.clip(variance, 0, None))
+        columns[(name, "percent")] = (
+            100 * change / abs(estimate) if estimate != 0 else np.full(n, np.inf)
+        )
+        columns[(name, "standard_errors")] = np.where(
+            se > 0, change / np.where(se > 0, se, 1.0), np.inf
+        )
+    return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
+def _check_refit_columns(fit: PdFit, refits: pd.DataFrame) -> None:
+    missing = [name for name in fit.estimates() if name not in refits.columns]
+    if missing:
+        raise ValueError(f"refits lacks the columns {missing} (see pd_loo_refits)")
+    values = refits[list(fit.estimates())].to_numpy(float)
+    if not np.isfinite(values).all():
+        raise ValueError("refits must be finite: a NaN move would read as no move")
+
+
+def verdict(move: float, review: float, fail: float) -> str:
+    """``"pass"`` below ``review``, ``"FAIL"`` at ``fail`` or more, ``"review"`` between."""
+    return _VERDICTS[int(move >= review) + int(move >= fail)]
+
+
+def influence_table(
+    pk: PopulationFit | None, moves: pd.DataFrame, review: float, fail: float
+) -> pd.DataFrame:
+    """One row per released estimate: its largest move, its scale, shrinkage and verdict."""
+    largest = moves.max(axis=0)
+    shrinkage = []
+    for estimate in moves.columns:
+        parameter = estimate.split(": ", 1)[-1].split(" ")[0]
+        is_pk = pk is not None and ": " in estimate and parameter in pk.shrinkage.index
+        shrinkage.append(pk.shrinkage[parameter] if is_pk else np.nan)
+    return pd.DataFrame(
+        {
+            "estimate": moves.columns,
+            "scale": [_scale(c) for c in moves.columns],
+            "largest": largest.to_numpy(),
+            "shrinkage": shrinkage,
+            "verdict": [verdict(v, review, fail) for v in largest],
+        }
+    )
+
+
+def _scale(estimate: str) -> str:
+    """How a move of ``estimate`` reads: percent, percent capped by the SE bar, or points."""
+    if estimate.endswith("typical value"):
+        return "%"
+    return "% (SE bar)" if estimate.endswith("shape parameter") else "points"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The patients left out of the estimates for their influence.
+
+    Attributes
+    ----------
+    patients : int
+        How many were left out.
+    ids : tuple
+        Their source IDs: shown on the secure system's console only, never released.
+    rounds : int
+        Estimation rounds run (1: nobody was left out).
+    """
+
+    patients: int
+    ids: tuple
+    rounds: int
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """Protection 6 on a fit: the influence readings and the rounds that led to them.
+
+    Attributes
+    ----------
+    left_out : LeftOut
+        Patients left out for their influence.
+    influence : pandas.DataFrame
+        One row per released estimate: ``estimate``, ``scale`` (``%`` or ``points``),
+        ``largest`` move among the patients kept, ``shrinkage`` (PK estimates) and
+        ``verdict`` (pass below ``review``, FAIL at ``fail`` or more).
+    moves : pandas.DataFrame
+        Every kept patient's move of every estimate (stays in the secure environment).
+    rounds : pandas.DataFrame
+        One row per round: patients fitted, patients flagged, the largest move.
+    review, fail : float
+        The thresholds.
+    unconverged_refits : dict
+        For each PD endpoint some of whose leave-one-out refits (last round) did not converge,
+        how many did not: their moves may understate those patients' influence, so that the
+        checks do not pass them.
+    """
+
+    left_out: LeftOut
+    influence: pd.DataFrame
+    moves: pd.DataFrame
+    rounds: pd.DataFrame
+    review: float
+    fail: float
+    unconverged_refits: dict = field(default_factory=dict)
+
+    @property
+    def largest(self) -> pd.Series:
+        """The row of :attr:`influence` with the largest move."""
+        return self.influence.loc[self.influence["largest"].idxmax()]

@@ -1,0 +1,567 @@
+"""The released artefact: the fingerprint, its allowlist, its schema and the engine's own labels.
+
+A :class:`Fingerprint` holds everything a model release carries, and :meth:`Fingerprint.to_json`
+writes the artefact that leaves the secure environment. Its shape is fixed: the top-level
+fields are :data:`FINGERPRINT_FIELDS`, and every nested key, type and range is checked by
+:func:`release_problems`, which both :meth:`Fingerprint.from_json` (to refuse a malformed file
+with a clear message) and check P1 (to report what lies outside the allowlist) use.
+
+Labels that the engine makes are chosen so that they can never be a source identifier: arms
+are released as ``"arm 1"``, ``"arm 2"``, ... (:func:`arm_label`), synthetic patients are
+``"syn-0001"``, ``"syn-0002"``, ... (:func:`synthetic_id`), and a source study whose
+identifiers take either form is refused (:func:`engine_label_clashes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import re
+from dataclasses import dataclass
+
+from ..pmx.pd import PD_SHAPES
+from ..pmx.pk import PkModel
+from ..pmx.population import ERROR_MODELS
+
+__all__ = [
+    "FINGERPRINT_FIELDS",
+    "Fingerprint",
+    "arm_label",
+    "engine_label_clashes",
+    "release_problems",
+    "synthetic_id",
+]
+
+#: The fields a fingerprint may hold: nothing else leaves the study.
+FINGERPRINT_FIELDS = (
+    "cohort_size",
+    "model",
+    "pk_endpoint",
+    "log_dv",
+    "error",
+    "typical",
+    "omega",
+    "residual",
+    "pd",
+    "graded",
+    "covariates",
+    "categories",
+    "reference_weight",
+    "arms",
+    "dose_change_rate",
+    "endpoints",
+    "checks",
+)
+
+VERDICTS = ("pass", "review", "FAIL")
+
+_MODEL_KEYS = ("compartments", "route", "lag")
+_SUMMARY_KEYS = ("geometric_mean", "sdlog")
+_ARM_KEYS = ("arm", "patients", "doses", "keep")
+_DOSE_KEYS = ("period", "index", "time", "amount", "duration")
+_ENDPOINT_KEYS = ("attendance", "visits", "loq")
+_CHECK_KEYS = ("P4", "P5")
+_PD_KEYS = ("shape", "baseline", "baseline_sd", "parameters", "residual")
+_SYNTHETIC_PREFIX = "syn-"
+_ARM_PATTERN = re.compile(r"arm \d+")
+
+
+# --- The engine's own labels ------------------------------------------------------------------
+
+
+def arm_label(position: int) -> str:
+    """The released label of the arm at ``position`` (0-based) in the fingerprint's arm list."""
+    return f"arm {position + 1}"
+
+
+def synthetic_id(number: int) -> str:
+    """The identifier of synthetic patient ``number`` (0-based): ``syn-0001``, ``syn-0002``, ..."""
+    return f"{_SYNTHETIC_PREFIX}{number + 1:04d}"
+
+
+def engine_label_clashes(ids: object) -> list:
+    """The source identifiers that could be taken for a label the engine makes.
+
+    Parameters
+    ----------
+    ids : iterable
+        Source subject identifiers.
+
+    Returns
+    -------
+    list
+        Those whose text, ignoring case and surrounding spaces, starts with ``syn-`` (the
+        synthetic patients' prefix) or reads ``arm`` and a number (an arm label). A study with
+        any is refused, so that a synthetic patient or a released arm can never carry a source
+        identifier.
+
+    Examples
+    --------
+    >>> engine_label_clashes([1, "syn-0007", "Arm 2", "arm-2"])
+    ['syn-0007', 'Arm 2']
+    """
+    clashes = []
+    for value in ids:
+        text = str(value).strip().casefold()
+        if text.startswith(_SYNTHETIC_PREFIX) or _ARM_PATTERN.fullmatch(text):
+            clashes.append(value)
+    return clashes
+
+
+# --- The schema -------------------------------------------------------------------------------
+
+
+class _Schema:
+    """Walks a released dict and collects what departs from the allowlisted shape."""
+
+    def __init__(self) -> None:
+        self.type_problems: list[str] = []
+        self.value_problems: list[str] = []
+
+    @property
+    def problems(self) -> list[str]:
+        return self.type_problems + self.value_problems
+
+    def keys(self, value: object, path: str, allowed: tuple, *, exact: bool = True) -> bool:
+        if not isinstance(value, dict):
+            self.type_problems.append(f"{path} must be an object, got {type(value).__name__}")
+            return False
+        extra = [str(k) for k in value if k not in allowed]
+        if extra:
+            self.value_problems.append(f"{path} holds keys outside the allowlist: {extra}")
+        missing = [k for k in allowed if k not in value] if exact else []
+        if missing:
+            self.value_problems.append(f"{path} lacks {missing}")
+        return True
+
+    def count(self, value: object, path: str, *, minimum: int = 0) -> None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            self.type_problems.append(f"{path} must be an integer, got {value!r}")
+        elif value < minimum:
+            self.value_problems.append(f"{path} must be at least {minimum}, got {value}")
+
+    def number(
+        self, value: object, path: str, *, low: float = 0.0, high: float = math.inf, open_low=False
+    ) -> None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            self.type_problems.append(f"{path} must be a number, got {value!r}")
+            return
+        below = value <= low if open_low else value < low
+        if not math.isfinite(value) or below or value > high:
+            bracket = "(" if open_low else "["
+            self.value_problems.append(
+                f"{path} must lie in {bracket}{low:g}, {high:g}], got {value}"
+            )
+
+    def text(self, value: object, path: str, choices: tuple | None = None) -> None:
+        if not isinstance(value, str) or not value:
+            self.type_problems.append(f"{path} must be a non-empty string, got {value!r}")
+        elif choices is not None and value not in choices:
+            self.value_problems.append(f"{path} must be one of {list(choices)}, got {value!r}")
+
+    def flag(self, value: object, path: str) -> None:
+        if not isinstance(value, bool):
+            self.type_problems.append(f"{path} must be true or false, got {value!r}")
+
+    def items(self, value: object, path: str) -> list:
+        if not isinstance(value, list):
+            self.type_problems.append(f"{path} must be a list, got {type(value).__name__}")
+            return []
+        return value
+
+    def estimates(self, value: object, path: str, names: tuple | None, *, positive: bool) -> None:
+        """A dict of numbers keyed by ``names`` (any keys where the model itself is malformed)."""
+        allowed = names if names is not None else tuple(value) if isinstance(value, dict) else ()
+        if self.keys(value, path, allowed):
+            for name, number in value.items():
+                self.number(number, f"{path}.{name}", open_low=positive)
+
+    def names(self, value: object, path: str) -> bool:
+        """A dict keyed by names (covariates, endpoints)."""
+        return self.keys(value, path, tuple(value) if isinstance(value, dict) else ())
+
+
+def _mapping_keys(value: object) -> list:
+    return list(value) if isinstance(value, dict) else []
+
+
+def _model_parameters(model: object) -> tuple | None:
+    try:
+        return PkModel(**model).parameters
+    except (TypeError, ValueError):
+        return None
+
+
+def release_problems(released: object) -> list[str]:
+    """What in a released fingerprint departs from the allowlisted shape.
+
+    Parameters
+    ----------
+    released : dict
+        A fingerprint as read from its JSON (:meth:`Fingerprint.to_json`).
+
+    Returns
+    -------
+    list of str
+        One message per problem, naming where it is (``arms[0].doses[2].amount``); empty when
+        the release holds exactly the allowlisted fields, each of its type and range: no key
+        outside :data:`FINGERPRINT_FIELDS` or the keys documented in :class:`Fingerprint`,
+        typical values and variances named by the model's parameters, residual errors by the
+        error model's.
+
+    Examples
+    --------
+    >>> release_problems([])
+    ['the release must be a JSON object, got list']
+    """
+    return _schema(released).problems
+
+
+def _schema(released: object) -> _Schema:
+    schema = _Schema()
+    if not isinstance(released, dict):
+        schema.type_problems.append(
+            f"the release must be a JSON object, got {type(released).__name__}"
+        )
+        return schema
+    extra = [str(k) for k in released if k not in FINGERPRINT_FIELDS]
+    if extra:
+        schema.value_problems.append(f"fields outside the allowlist: {', '.join(extra)}")
+    missing = [k for k in FINGERPRINT_FIELDS if k not in released]
+    if missing:
+        schema.value_problems.append(f"the release lacks {', '.join(missing)}")
+    if "cohort_size" in released:
+        schema.count(released["cohort_size"], "cohort_size")
+    parameters = None
+    # A study without a PK fit releases no model, PK endpoint or error, and no PK estimates.
+    no_pk = released.get("model", ()) is None
+    if no_pk:
+        parameters = ()
+        for key in ("pk_endpoint", "error"):
+            if released.get(key) is not None:
+                schema.value_problems.append(f"{key} must be null without a PK model")
+    elif "model" in released and schema.keys(released["model"], "model", _MODEL_KEYS):
+        parameters = _model_parameters(released["model"])
+        if parameters is None:
+            schema.value_problems.append(f"model is not a PK model: {released['model']!r}")
+    if "pk_endpoint" in released and not no_pk:
+        schema.text(released["pk_endpoint"], "pk_endpoint")
+    if "log_dv" in released:
+        schema.flag(released["log_dv"], "log_dv")
+    if "error" in released and not no_pk:
+        schema.text(released["error"], "error", tuple(ERROR_MODELS))
+    if "typical" in released:
+        schema.estimates(released["typical"], "typical", parameters, positive=True)
+    if "omega" in released:
+        schema.estimates(released["omega"], "omega", parameters, positive=False)
+    if "residual" in released:
+        error = released.get("error")
+        names = ERROR_MODELS.get(error) if isinstance(error, str) else None
+        names = () if no_pk else names
+        schema.estimates(released["residual"], "residual", names, positive=True)
+    if "pd" in released and schema.names(released["pd"], "pd"):
+        for name, model in released["pd"].items():
+            path = f"pd.{name}"
+            if not schema.keys(model, path, _PD_KEYS):
+                continue
+            schema.text(model.get("shape"), f"{path}.shape", tuple(PD_SHAPES))
+            schema.number(model.get("baseline"), f"{path}.baseline", open_low=True)
+            schema.number(model.get("baseline_sd"), f"{path}.baseline_sd")
+            schema.number(model.get("residual"), f"{path}.residual", open_low=True)
+            shape = model.get("shape")
+            names = PD_SHAPES.get(shape) if isinstance(shape, str) else None
+            parameters = model.get("parameters")
+            allowed = names if names is not None else tuple(_mapping_keys(parameters))
+            if schema.keys(parameters, f"{path}.parameters", allowed):
+                for key, number in parameters.items():
+                    low = -math.inf if key in ("slope", "plateau", "depth") else 0.0
+                    schema.number(number, f"{path}.parameters.{key}", low=low, open_low=True)
+            endpoints = released.get("endpoints")
+            if isinstance(endpoints, dict) and name not in endpoints:
+                schema.value_problems.append(f"{path} is not one of the endpoints")
+            if name == released.get("pk_endpoint"):
+                schema.value_problems.append(f"{path} is the PK endpoint")
+    if "graded" in released and schema.names(released["graded"], "graded"):
+        for name, pairs in released["graded"].items():
+            for i, pair in enumerate(schema.items(pairs, f"graded.{name}")):
+                path = f"graded.{name}[{i}]"
+                if not isinstance(pair, list) or len(pair) != 2:
+                    schema.type_problems.append(f"{path} must be a [level, frequency] pair")
+                    continue
+                schema.number(pair[0], f"{path} level", low=-math.inf)
+                schema.number(pair[1], f"{path} frequency", high=1.0, open_low=True)
+            endpoints = released.get("endpoints")
+            if isinstance(endpoints, dict) and name not in endpoints:
+                schema.value_problems.append(f"graded.{name} is not one of the endpoints")
+            if name == released.get("pk_endpoint") or name in _mapping_keys(released.get("pd")):
+                schema.value_problems.append(f"graded.{name} is also a PK or PD endpoint")
+    if "covariates" in released and schema.names(released["covariates"], "covariates"):
+        for name, summary in released["covariates"].items():
+            path = f"covariates.{name}"
+            if schema.keys(summary, path, _SUMMARY_KEYS):
+                schema.number(
+                    summary.get("geometric_mean"), f"{path}.geometric_mean", open_low=True
+                )
+                schema.number(summary.get("sdlog"), f"{path}.sdlog")
+    if "categories" in released and schema.names(released["categories"], "categories"):
+        for name, pairs in released["categories"].items():
+            for i, pair in enumerate(schema.items(pairs, f"categories.{name}")):
+                path = f"categories.{name}[{i}]"
+                if not isinstance(pair, list) or len(pair) != 2:
+                    schema.type_problems.append(f"{path} must be a [level, frequency] pair")
+                    continue
+                if not isinstance(pair[0], str | numbers.Real):
+                    schema.type_problems.append(f"{path} level must be text or a number")
+                schema.number(pair[1], f"{path} frequency", high=1.0, open_low=True)
+    if "reference_weight" in released and released["reference_weight"] is not None:
+        schema.number(released["reference_weight"], "reference_weight", open_low=True)
+    for i, arm in enumerate(schema.items(released.get("arms", []), "arms")):
+        path = f"arms[{i}]"
+        if not schema.keys(arm, path, _ARM_KEYS):
+            continue
+        schema.text(arm.get("arm"), f"{path}.arm")
+        schema.count(arm.get("patients"), f"{path}.patients", minimum=1)
+        if schema.names(arm.get("keep"), f"{path}.keep"):
+            for column, value in arm["keep"].items():
+                if value is not None and not isinstance(value, str | numbers.Real):
+                    schema.type_problems.append(
+                        f"{path}.keep.{column} must be text, a number or null, got {value!r}"
+                    )
+        for j, dose in enumerate(schema.items(arm.get("doses", []), f"{path}.doses")):
+            where = f"{path}.doses[{j}]"
+            if schema.keys(dose, where, _DOSE_KEYS):
+                schema.count(dose.get("period"), f"{where}.period")
+                schema.count(dose.get("index"), f"{where}.index")
+                schema.number(dose.get("time"), f"{where}.time")
+                schema.number(dose.get("amount"), f"{where}.amount", open_low=True)
+                schema.number(dose.get("duration"), f"{where}.duration")
+    if "dose_change_rate" in released:
+        schema.number(released["dose_change_rate"], "dose_change_rate", high=1.0)
+    if "endpoints" in released and schema.names(released["endpoints"], "endpoints"):
+        for name, endpoint in released["endpoints"].items():
+            path = f"endpoints.{name}"
+            if not schema.keys(endpoint, path, _ENDPOINT_KEYS):
+                continue
+            schema.number(endpoint.get("attendance"), f"{path}.attendance", high=1.0)
+            for j, visit in enumerate(schema.items(endpoint.get("visits", []), f"{path}.visits")):
+                if not isinstance(visit, list) or len(visit) != 2:
+                    schema.type_problems.append(f"{path}.visits[{j}] must be a [period, time] pair")
+                    continue
+                schema.count(visit[0], f"{path}.visits[{j}] period")
+                schema.number(visit[1], f"{path}.visits[{j}] time")
+            if endpoint.get("loq") is not None:
+                schema.number(endpoint["loq"], f"{path}.loq", open_low=True)
+        if (
+            isinstance(released.get("pk_endpoint"), str)
+            and released["pk_endpoint"] not in (released["endpoints"])
+        ):
+            schema.value_problems.append("pk_endpoint is not one of the endpoints")
+    if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
+        for name in _CHECK_KEYS:
+            if name in released["checks"]:
+                schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
+    return schema
+
+
+# --- The fingerprint --------------------------------------------------------------------------
+
+
+def read_json(text: str) -> tuple[object, list[str]]:
+    """Parse JSON text, noting every key repeated within one object.
+
+    Readers differ on which value of a repeated key wins, so both the reader of a fingerprint
+    and the checks refuse such text; this parses it once for both.
+
+    Parameters
+    ----------
+    text : str
+        JSON text.
+
+    Returns
+    -------
+    tuple
+        The parsed value (a repeated key keeps its last value) and the repeated keys.
+
+    Raises
+    ------
+    json.JSONDecodeError
+        If ``text`` is not JSON.
+    """
+    repeated: list[str] = []
+
+    def pairs(items: list) -> dict:
+        keys = [key for key, _ in items]
+        repeated.extend(key for key in dict.fromkeys(keys) if keys.count(key) > 1)
+        return dict(items)
+
+    return json.loads(text, object_pairs_hook=pairs), repeated
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Everything a model release holds, and nothing else (see :data:`FINGERPRINT_FIELDS`).
+
+    Construction checks every field against the allowlisted shape
+    (:func:`release_problems`), so that a malformed fingerprint fails here, naming the field,
+    rather than later inside the simulation.
+
+    Attributes
+    ----------
+    cohort_size : int
+        Patients in the released arms.
+    model : dict or None
+        The structural PK model: ``compartments``, ``route``, ``lag`` (None for a study
+        without a PK fit, whose ``typical``, ``omega`` and ``residual`` are then empty).
+    pk_endpoint : str or None
+        The endpoint the PK model describes.
+    log_dv : bool
+        Whether that endpoint's values are log concentrations.
+    error : str or None
+        The residual error model.
+    typical, omega, residual : dict
+        Typical values, between-subject variances and residual errors, at one significant
+        figure.
+    graded : dict
+        Per yes/no or graded endpoint, a list of ``[level, frequency]`` pairs: the share of
+        its observations at each level, pooled over visits, at two figures (levels observed in
+        fewer than ``min_category_patients`` patients folded into the most common).
+    pd : dict
+        Per continuous PD endpoint: ``shape`` (a key of :data:`synpmx_lite.pmx.pd.PD_SHAPES`),
+        ``baseline``, ``baseline_sd`` (between-subject SD, endpoint units), ``parameters``
+        (the shape's, by name) and ``residual`` (additive SD), each at one significant figure.
+    covariates : dict
+        Per continuous covariate, ``geometric_mean`` (the exponential of the trimmed mean of
+        the logs) and ``sdlog`` (the trimmed SD of the logs), at two figures.
+    categories : dict
+        Per categorical covariate, a list of ``[level, frequency]`` pairs (levels held by
+        fewer than ``min_category_patients`` folded away), frequencies at two figures.
+    reference_weight : float or None
+        Median body weight at one figure (None where withheld).
+    arms : list of dict
+        Per arm kept: ``arm`` (the engine's label, ``"arm 1"``, ...), ``patients``, the
+        planned ``doses``, each a dict of ``period``, ``index`` (the dose's place in its
+        period), ``time``, ``amount`` and ``duration``, and ``keep``: each keep column's
+        value on the arm (null where fewer than three of the arm's patients hold it).
+    dose_change_rate : float
+        Share of patients given a dose unlike their previous one in the same period (0 where
+        fewer than three were, 1 where fewer than three were not).
+    endpoints : dict
+        Per endpoint: ``attendance`` (1 where fewer than three missed a visit), ``visits``
+        (``[period, time]`` pairs reached by at least three patients) and ``loq``.
+    checks : dict
+        The verdicts of P4 and P5.
+    """
+
+    cohort_size: int
+    model: dict | None
+    pk_endpoint: str | None
+    log_dv: bool
+    error: str | None
+    typical: dict
+    omega: dict
+    residual: dict
+    pd: dict
+    graded: dict
+    covariates: dict
+    categories: dict
+    reference_weight: float | None
+    arms: list
+    dose_change_rate: float
+    endpoints: dict
+    checks: dict
+
+    def __post_init__(self) -> None:
+        schema = _schema(dataclasses.asdict(self))
+        if schema.type_problems:
+            raise TypeError("not a fingerprint: " + "; ".join(schema.type_problems))
+        if schema.value_problems:
+            raise ValueError("not a fingerprint: " + "; ".join(schema.value_problems))
+
+    def to_json(self) -> str:
+        """The fingerprint as JSON: the artefact that would leave the secure environment."""
+        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Fingerprint:
+        """Read a fingerprint written by :meth:`to_json`.
+
+        Raises
+        ------
+        TypeError
+            ``text`` is not a string, or a field has the wrong type (named in the message).
+        ValueError
+            ``text`` is not JSON, repeats a key within one object, or holds fields outside
+            the allowlist, lacks some, or has a value out of range (named in the message).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a JSON string, got {type(text).__name__}")
+        try:
+            fields, repeated = read_json(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"text is not JSON: {error}") from error
+        if repeated:
+            # Readers differ on which value of a repeated key wins: refuse the ambiguity.
+            raise ValueError(f"text repeats keys within one object: {repeated}")
+        schema = _schema(fields)
+        if schema.type_problems:
+            raise TypeError("text does not hold a fingerprint: " + "; ".join(schema.type_problems))
+        if schema.value_problems:
+            raise ValueError(
+                "text does not hold a fingerprint: " + "; ".join(schema.value_problems)
+            )
+        return cls(**fields)
+
+    @property
+    def pk_model(self) -> PkModel | None:
+        """The structural model as a :class:`synpmx_lite.pmx.pk.PkModel` (None without one)."""
+        return None if self.model is None else PkModel(**self.model)
+
+    def __str__(self) -> str:
+        def line(values: dict) -> str:
+            return ", ".join(f"{k} {v:g}" for k, v in values.items())
+
+        lines = [f"PMX model fingerprint: {self.cohort_size} patients"]
+        if self.model is not None:
+            lines += [
+                f"PK ({self.pk_endpoint}): {self.pk_model}, {self.error} error",
+                f"  typical values: {line(self.typical)}",
+                f"  between-subject variances: {line(self.omega)}",
+                f"  residual error: {line(self.residual)}",
+            ]
+        for name, model in self.pd.items():
+            shape = ", ".join(f"{k} {v:g}" for k, v in model["parameters"].items())
+            lines.append(
+                f"PD ({name}): {model['shape']} shape; baseline {model['baseline']:g}, "
+                f"between-subject SD {model['baseline_sd']:g}; {shape}; residual SD "
+                f"{model['residual']:g}"
+            )
+        for name, levels in self.graded.items():
+            lines.append(f"graded {name}: " + ", ".join(f"{lv:g} {fr:g}" for lv, fr in levels))
+        for name, summary in self.covariates.items():
+            lines.append(
+                f"covariate {name}: geometric mean {summary['geometric_mean']:g}, "
+                f"SD on the log scale {summary['sdlog']:g}"
+            )
+        for name, levels in self.categories.items():
+            lines.append(f"covariate {name}: " + ", ".join(f"{lv} {fr:g}" for lv, fr in levels))
+        if self.reference_weight is not None:
+            lines.append(f"reference weight: {self.reference_weight:g}")
+        for arm in self.arms:
+            doses = ", ".join(
+                f"{d['amount']:g} at {d['time']:g} h"
+                + (f" of period {d['period'] + 1}" if d["period"] else "")
+                for d in arm["doses"][:4]
+            )
+            more = f" (+{len(arm['doses']) - 4} more)" if len(arm["doses"]) > 4 else ""
+            lines.append(f"{arm['arm']}: {arm['patients']} patients; doses {doses}{more}")
+        lines.append(f"dose-change rate: {self.dose_change_rate:g}")
+        for name, endpoint in self.endpoints.items():
+            loq = "none" if endpoint["loq"] is None else f"{endpoint['loq']:g}"
+            lines.append(
+                f"endpoint {name}: attendance {endpoint['attendance']:g} over "
+                f"{len(endpoint['visits'])} visits, LOQ {loq}"
+            )
+        lines.append("checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()))
+        return "\n".join(lines)

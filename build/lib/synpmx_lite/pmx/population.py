@@ -1,0 +1,938 @@
+r"""Population PK estimation: a nonlinear mixed-effects model fitted by FOCE with interaction.
+
+The model, for patient :math:`i` and observation :math:`j`:
+
+.. math::
+
+    \theta_{ik} = \theta_k e^{\eta_{ik}}, \quad \eta_i \sim N(0, \Omega),\ \Omega
+    \text{ diagonal}, \qquad y_{ij} = f(t_{ij}; \theta_i) + \varepsilon_{ij},\quad
+    \varepsilon_{ij} \sim N(0, V_{ij}),
+
+with :math:`f` a closed-form model of :mod:`synpmx_lite.pmx.pk` and residual variance
+:math:`V = a^2` (additive), :math:`b^2 f^2` (proportional) or :math:`a^2 + b^2 f^2` (combined).
+
+**Objective: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is
+approximated by Laplace's method around the mode :math:`\hat\eta_i` of the joint density
+(minimizing :math:`L_i(\eta) = \sum_j (\log V_{ij} + r_{ij}^2/V_{ij}) + \eta^\top\Omega^{-1}\eta`,
+:math:`r = y - f`), with the Hessian replaced by its first-order (expected-information) form
+:math:`H_i = \sum_j w_{ij}\, g_{ij} g_{ij}^\top + 2\Omega^{-1}`,
+:math:`w = 2/V + (\partial V/\partial f)^2/V^2`, :math:`g_{ij} = \partial f_{ij}/\partial \eta_i`,
+and :math:`V_{ij}` evaluated at :math:`\hat\eta_i` (the interaction). This is the objective
+NONMEM's FOCE-I minimizes (Wang 2007). The objective function value (OFV) is
+
+.. math::
+
+    \sum_i \Big[L_i(\hat\eta_i) + \log|\Omega| + \log|H_i/2|\Big],
+
+minus twice the log-likelihood less :math:`N_{obs} \log 2\pi`, as NONMEM reports it.
+
+**Proportional error where the prediction or the observation is 0.** Under the proportional
+model a prediction of exactly 0 (before the first dose, or before an absorption lag) gives
+:math:`V = 0`: the likelihood of a non-zero observation there is 0, and the objective
+infinite. As nlmixr2's FOCEi does, and as NONMEM users write ``IF (W.EQ.0) W = 1``, such a
+variance is set to 1 (in squared observation units): the observation then adds :math:`y^2`
+to the OFV whatever the parameters (Fidler 2021). And an observation of exactly 0 has, under
+the proportional model, a density :math:`\propto 1/f` that grows without bound as the
+prediction :math:`f` goes to 0: a fit could gain any amount by placing a patient's lag time
+just before a sample measured as 0. Such observations are records below the limit of
+quantification, and under proportional error they are left out of the likelihood, Beal's
+method M1 (Beal 2001). Neither rule touches the additive or combined models, whose variance
+is never 0. Both are conventions, not likelihoods, and the fit says where it used them
+(``n_left_out``, ``n_unit_variance``, printed with the fit). A proportional fit that leaves
+observations out is fitted to fewer data than an additive or combined one: their OFVs cannot
+be compared. The variance of 1 is in the observations' units, so that the terms :math:`y^2`
+depend on them: harmless for samples before the first dose, whose prediction is 0 whatever
+the parameters (a constant in the OFV), but a fit that predicts 0 for a sample taken after a
+dose (a lag time placed past it) trades the sample's fit for :math:`y^2`, and its estimates
+change with the units. Such a fit is reported as not converged.
+
+**Method.**
+
+The objective, the modes and their derivatives are computed in the private module
+``synpmx_lite.pmx._foce``; this module runs the search, the covariance step and the diagnostics.
+
+* Derivatives: :math:`g` and the second derivatives :math:`\partial^2 f/\partial\eta^2` are
+  exact, from the closed forms (``synpmx_lite.pmx.pk._sensitivities``); nothing is
+  differentiated numerically inside the fit.
+* Inner problem: the modes of all patients (and of several outer points) at once, by Newton
+  steps on the exact Hessian of :math:`L_i` (its first-order form where the exact one is not
+  positive definite), with step halving; each outer evaluation starts from the modes at the
+  best point so far.
+* Outer problem: typical values, between-subject SDs and residual errors, all on the log
+  scale, by L-BFGS-B (:func:`scipy.optimize.minimize`) with the OFV's exact gradient: the
+  envelope theorem for :math:`L_i`, and the implicit-function theorem for the dependence of
+  :math:`\log|H_i|` on the modes (:math:`d\hat\eta/dx = -(\nabla^2_\eta L)^{-1}
+  \nabla^2_{\eta x} L`).
+* Starting values: naive pooled fits (all :math:`\eta = 0`) by
+  :func:`scipy.optimize.least_squares` from non-compartmental estimates (dose over peak for
+  the volume, terminal slope for clearance), several absorption rates and, for two
+  compartments, a grid of distribution parameters. The OFV of every start is evaluated in
+  one batch, and the search runs from the best (from the best three for two compartments);
+  the fit reports the lowest optimum reached, and the table of runs (``starts``).
+* Covariance step: :math:`R`, the Hessian of the OFV in the estimated (log) parameters, by
+  central differences of the exact gradient, and :math:`S = \sum_i \nabla O_i \nabla
+  O_i^\top` from each patient's gradient. The covariance is :math:`2R^{-1}` (the inverse of
+  the observed information, as nlme reports it) or the sandwich :math:`R^{-1} S R^{-1}`
+  (NONMEM's default). Standard errors on the natural scale follow by the delta method
+  (:math:`\mathrm{SE}(\theta) = \theta\, \mathrm{SE}(\log\theta)`), so that the relative
+  standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
+* Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
+  between-subject SD has collapsed to its floor, every mode converged, the covariance step
+  succeeded, every parameter's 95 % interval is narrower than a factor 100 either way (RSE
+  below 235 %), a Newton step from the optimum would gain less than 0.001 in OFV, and no
+  sample after a dose is predicted as 0 under proportional error; otherwise a
+  :class:`FitWarning` says what went wrong and ``converged`` is False.
+
+Eta-shrinkage is :math:`1 - \mathrm{SD}(\hat\eta_k)/\omega_k`.
+
+References
+----------
+Wang Y. Derivation of various NONMEM estimation methods. J Pharmacokinet Pharmacodyn.
+2007;34(5):575-593.
+
+Beal SL, Sheiner LB. NONMEM Users Guides. Icon Development Solutions; 1989-2009.
+
+Savic RM, Karlsson MO. Importance of shrinkage in empirical Bayes estimates for diagnostics.
+AAPS J. 2009;11(3):558-569.
+
+Beal SL. Ways to fit a PK model with some data below the quantification limit.
+J Pharmacokinet Pharmacodyn. 2001;28(5):481-504.
+
+Fidler M. Problems with estimating a proportional error with SAEM. nlmixr issue 488, 2021.
+https://github.com/nlmixrdevelopment/nlmixr/issues/488
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, optimize, special
+from threadpoolctl import ThreadpoolController
+
+from .._validation import check_count, check_rng
+from . import _foce
+from ._foce import (
+    _LOG_BOUND,
+    _TINY,
+    _Evaluation,
+    _joint,
+    _mode_sensitivity,
+    _modes,
+    _ofv_and_gradient,
+    _Problem,
+    _residual_changes,
+    _select,
+)
+from .pk import PkModel, _sensitivities
+from .study import StudyEvents
+
+__all__ = [
+    "ERROR_MODELS",
+    "FitWarning",
+    "PopulationFit",
+    "empirical_bayes_estimates",
+    "fit_population",
+    "importance_sampling_ofv",
+]
+
+#: Residual error models and the parameters each estimates: ``additive`` SD ``a`` (units of
+#: the observations) and ``proportional`` fraction ``b``.
+ERROR_MODELS = {
+    "additive": ("additive",),
+    "proportional": ("proportional",),
+    "combined": ("additive", "proportional"),
+}
+
+_SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
+_OMEGA_SD_BOUNDS = (0.01, 5.0)
+_TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
+_AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
+_HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
+_NEWTON_GAIN = 1e-3  # OFV a Newton step from a converged optimum may still gain
+# A log-scale SE above this gives a 95 % interval wider than a factor 100 either way: the
+# data do not determine the parameter, however the Hessian's inverse came out.
+_UNDETERMINED_LOG_SE = np.log(100.0) / 1.96
+
+
+@cache
+def _thread_pools() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+class FitWarning(UserWarning):
+    """A population fit not to be trusted as it stands (see ``PopulationFit.diagnostics``)."""
+
+
+@dataclass(frozen=True)
+class PopulationFit:
+    """A fitted population PK model.
+
+    Attributes
+    ----------
+    model : PkModel
+        The structural model.
+    error : str
+        The residual error model (a key of :data:`ERROR_MODELS`).
+    typical : pandas.Series
+        Typical values, one per parameter of ``model``.
+    omega : pandas.Series
+        Between-subject variances of the log parameters (diagonal of :math:`\\Omega`).
+    residual : pandas.Series
+        Residual error: ``additive`` SD and/or ``proportional`` fraction.
+    eta : pandas.DataFrame
+        Empirical Bayes random effects, one row per patient (index: source ID).
+    shrinkage : pandas.Series
+        Eta-shrinkage per parameter, between 0 and 1.
+    ofv : float
+        Objective function value (-2 log-likelihood less :math:`N_{obs}\\log 2\\pi`).
+    converged : bool
+        Whether the fit can be trusted: True only when ``diagnostics`` is empty.
+    iterations : int
+        Outer (L-BFGS-B) iterations of the run that reached the reported optimum.
+    n_observations : int
+        Observations in the likelihood.
+    covariance : pandas.DataFrame or None
+        Covariance of the estimates on the log scale, :math:`2R^{-1}` (rows and columns a
+        MultiIndex of ``("typical" | "omega_sd" | "residual", name)``); None where the
+        covariance step failed. Parameters at a bound are left out.
+    sandwich : pandas.DataFrame or None
+        The sandwich covariance :math:`R^{-1}SR^{-1}`, same layout.
+    diagnostics : tuple of str
+        What makes the fit untrustworthy, one sentence each (empty for a sound fit).
+    starts : pandas.DataFrame or None
+        One row per optimizer run, best start first: its starting typical values
+        (``start cl``, ...), the OFV there, the OFV it reached, its iterations, and whether
+        it stopped on reaching an earlier run's optimum (``joined_earlier_run``); the
+        reported optimum is the lowest.
+    n_left_out : int
+        Observations of exactly 0 left out of the likelihood (proportional error only,
+        Beal's M1; see :mod:`synpmx_lite.pmx.population`). Fits that leave out different
+        observations have OFVs that cannot be compared.
+    n_unit_variance : int
+        Non-zero observations predicted as exactly 0 at the estimates, whose proportional
+        error variance is set to 1 (each adds its squared value to the OFV).
+    """
+
+    model: PkModel
+    error: str
+    typical: pd.Series
+    omega: pd.Series
+    residual: pd.Series
+    eta: pd.DataFrame
+    shrinkage: pd.Series
+    ofv: float
+    converged: bool
+    iterations: int
+    n_observations: int
+    covariance: pd.DataFrame | None = None
+    sandwich: pd.DataFrame | None = None
+    diagnostics: tuple[str, ...] = ()
+    starts: pd.DataFrame | None = None
+    n_left_out: int = 0
+    n_unit_variance: int = 0
+
+    @property
+    def omega_sd(self) -> pd.Series:
+        """Between-subject SDs on the log scale (about the CV)."""
+        return np.sqrt(self.omega)
+
+    @property
+    def n_patients(self) -> int:
+        """Patients fitted."""
+        return len(self.eta)
+
+    def summary(self, method: str = "hessian") -> pd.DataFrame:
+        r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
+
+        Every parameter is estimated on the log scale, so that its RSE is
+        :math:`100\,\mathrm{SE}(\log\theta)` and its 95 % interval
+        :math:`\theta e^{\pm 1.96\,\mathrm{SE}(\log\theta)}` (never below 0); the SE on the
+        natural scale follows by the delta method, :math:`\theta\,\mathrm{SE}(\log\theta)`.
+        Between-subject variability is given as the SD of the log parameter (about the CV):
+        its RSE is half that of the variance :math:`\omega^2`, which NONMEM reports.
+
+        Parameters
+        ----------
+        method : {"hessian", "sandwich"}, default "hessian"
+            Which covariance the standard errors come from.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per estimated parameter (index ``(kind, name)`` with kind ``typical``,
+            ``omega_sd`` or ``residual``); columns ``estimate``, ``se``, ``rse_percent``,
+            ``ci_low`` and ``ci_high`` (the 95 % interval), and ``shrinkage_percent``
+            (between-subject SDs only). SEs and intervals are NaN where the covariance step
+            failed or the parameter sits at a bound.
+        """
+        if method not in ("hessian", "sandwich"):
+            raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
+        estimates = pd.concat(
+            {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
+        )
+        covariance = self.covariance if method == "hessian" else self.sandwich
+        log_se = pd.Series(np.nan, index=estimates.index)
+        if covariance is not None:
+            log_se.loc[covariance.index] = np.sqrt(np.diag(covariance.to_numpy()))
+        shrinkage = pd.Series(np.nan, index=estimates.index)
+        shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
+        half_width = special.ndtri(0.975) * log_se
+        return pd.DataFrame(
+            {
+                "estimate": estimates,
+                "se": estimates * log_se,
+                "rse_percent": 100 * log_se,
+                "ci_low": estimates * np.exp(-half_width),
+                "ci_high": estimates * np.exp(half_width),
+                "shrinkage_percent": shrinkage,
+            }
+        )
+
+    def __str__(self) -> str:
+        status = "converged" if self.converged else "NOT converged"
+        labels = {
+            "se": "SE",
+            "rse_percent": "RSE %",
+            "ci_low": "95 % CI low",
+            "ci_high": "95 % CI high",
+            "shrinkage_percent": "shrinkage %",
+        }
+        table = self.summary().rename(columns=labels)
+        table = table.to_string(float_format=lambda v: f"{v:.3g}", na_rep="-")
+        lines = [
+            f"{self.model}; {self.n_patients} patients, {self.n_observations} observations, "
+            f"{self.error} error",
+            table,
+            f"OFV {self.ofv:.2f} ({status})",
+        ]
+        if self.n_left_out:
+            lines.append(
+                f"note: {self.n_left_out} observations of 0 left out of the likelihood "
+                "(proportional error, Beal's M1)"
+            )
+        if self.n_unit_variance:
+            lines.append(
+                f"note: {self.n_unit_variance} non-zero observations predicted as 0, "
+                "with variance 1 (they add their squares to the OFV)"
+            )
+        lines += [f"warning: {message}" for message in self.diagnostics]
+        return "\n".join(lines)
+
+
+def _unpacked_series(problem: _Problem, x: np.ndarray):
+    names = list(problem.model.parameters)
+    mu, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
+    residual_names = list(problem.residual_names)
+    return (
+        pd.Series(np.exp(mu), index=names),
+        pd.Series(np.exp(2 * log_sd), index=names),
+        pd.Series(residual[problem.residual_columns], index=residual_names),
+    )
+
+
+def _parameter_index(problem: _Problem) -> pd.MultiIndex:
+    names = list(problem.model.parameters)
+    return pd.MultiIndex.from_tuples(
+        [("typical", n) for n in names]
+        + [("omega_sd", n) for n in names]
+        + [("residual", n) for n in problem.residual_names],
+        names=["kind", "parameter"],
+    )
+
+
+# --- Starting values --------------------------------------------------------------------------
+
+
+def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
+    """Typical log values from naive pooled fits, started from non-compartmental estimates."""
+    model = problem.model
+    mask = study.obs_mask
+    concentration = np.zeros(mask.shape)
+    concentration[mask] = problem.concentration
+    # Peak and its time within the first dose's interval, before any accumulation.
+    later = np.where(study.dose_amount[:, 1:] > 0, study.dose_time[:, 1:], np.inf)
+    second_dose = np.min(later, axis=1, initial=np.inf)[:, None]
+    first_interval = mask & (study.obs_time < second_dose) & (study.obs_period == 0)
+    first_interval[~first_interval.any(axis=1)] = mask[~first_interval.any(axis=1)]
+    y = np.where(first_interval, concentration, -np.inf)
+    peak = y.max(axis=1)
+    volume = np.median(study.dose_amount[:, 0] / np.maximum(peak, 1e-12 * peak.max()))
+    # Terminal slope from each patient's last three positive observations.
+    positive = mask & (concentration > 0)
+    times = np.where(positive, study.obs_time, np.nan)
+    order = np.argsort(np.where(positive, study.obs_time, -np.inf), axis=1)[:, -3:]
+    t_last = np.take_along_axis(times, order, axis=1)
+    log_last = np.log(np.take_along_axis(np.where(positive, concentration, np.nan), order, 1))
+    enough = np.isfinite(t_last).all(axis=1)
+    centred = t_last[enough] - t_last[enough].mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = (centred * log_last[enough]).sum(axis=1) / (centred**2).sum(axis=1)
+    slope = slope[np.isfinite(slope)]
+    elimination = float(np.clip(-np.median(slope), 1e-4, 10.0)) if slope.size else 0.1
+    peak_time = float(np.median(np.take_along_axis(study.obs_time, y.argmax(axis=1)[:, None], 1)))
+    guess = {"cl": elimination * volume, "v": volume, "tlag": max(0.2 * peak_time, 0.05)}
+    # Log-scale residuals of the positive concentrations with a robust loss, so that one
+    # patient's gross error (values a thousand times too high) cannot drag the start.
+    kept = problem.concentration > 0
+    log_observed = np.log(problem.concentration[kept])
+    zeros = np.zeros((study.n_patients, problem.p))
+
+    def residuals(log_theta: np.ndarray) -> np.ndarray:
+        f, _, _ = _sensitivities(model, problem.dosing, zeros + log_theta, 0)
+        return np.log(np.maximum(f[kept], _TINY)) - log_observed
+
+    def jacobian(log_theta: np.ndarray) -> np.ndarray:
+        f, g, _ = _sensitivities(model, problem.dosing, zeros + log_theta, 1)
+        return g[kept] / np.maximum(f[kept], _TINY)[:, None]
+
+    absorption = (0.5, 2.0, 8.0) if model.route == "oral" else (None,)
+    # Two compartments: peripheral volume and distribution clearance on a grid around V, CL.
+    distribution = (
+        ((0.3, 1.0), (3.0, 1.0), (1.0, 3.0), (3.0, 10.0)) if model.compartments == 2 else (None,)
+    )
+    starts = []
+    for ka_factor in absorption:
+        for shape in distribution:
+            if ka_factor is not None:
+                guess["ka"] = ka_factor / max(peak_time, 1e-3)
+            if shape is not None:
+                guess["q"] = shape[0] * guess["cl"]
+                guess["vp"] = shape[1] * volume
+            start = np.log([guess[name] for name in model.parameters])
+            with np.errstate(all="ignore"):
+                result = optimize.least_squares(
+                    residuals, start, jac=jacobian, method="trf", loss="soft_l1", f_scale=0.5,
+                    max_nfev=100,
+                )  # fmt: skip
+            # Within a factor 100 of the non-compartmental guess, however the pooled fit
+            # went: data with no structure (noise) would otherwise start far out.
+            start = np.clip(result.x, start - _TYPICAL_RANGE, start + _TYPICAL_RANGE)
+            start = np.clip(start, -_LOG_BOUND + 1, _LOG_BOUND - 1)
+            if all(np.abs(start - other).max() > 0.05 for other in starts):
+                starts.append(start)
+    if model.compartments == 2:
+        # The pooled fits of the distribution parameters tend to one answer: add starts that
+        # spread them a factor 4 either way around the first, for the search to reach other
+        # optima (the OFV of every start is compared before any search runs).
+        names = list(model.parameters)
+        q, vp = names.index("q"), names.index("vp")
+        for shift_q, shift_vp in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+            start = starts[0].copy()
+            start[q] += shift_q * np.log(4.0)
+            start[vp] += shift_vp * np.log(4.0)
+            starts.append(start)
+    return starts
+
+
+# --- The fit ----------------------------------------------------------------------------------
+
+
+def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
+    """A diagonal of the OFV's Hessian in the outer parameters, by expected information.
+
+    Linearized, patient ``i`` estimates its log parameters with precision ``I_i / 2`` (``I_i``
+    the first-order information of its data), so ``mu`` has information
+    ``2 (Omega + 2 I_i^-1)^-1``, the log SD ``omega_k`` about ``4 (omega_k^2 / total_k)^2``,
+    and each residual parameter ``(dV/dpsi)^2 / V^2`` per observation (all in -2 log L units).
+    It only scales the search (so that L-BFGS-B's first step is about a Newton step).
+    """
+    t = evaluation.terms
+    p = problem.p
+    omega = 1 / t["precision"][0, 0]
+    data = t["information"][0] - 2 * t["precision"][0, :, :, None] * problem.identity
+    # (Omega + 2 I^-1)^-1 = I (Omega I + 2)^-1, which needs no inverse of I.
+    ratio = np.linalg.solve(
+        (omega[:, None] * data + 2 * problem.identity).swapaxes(-1, -2), data.swapaxes(-1, -2)
+    ).swapaxes(-1, -2)
+    curvature = np.empty(problem.k)
+    curvature[:p] = 2 * np.diagonal(ratio, axis1=-2, axis2=-1).sum(axis=0)
+    explained = omega * np.diagonal(ratio, axis1=-2, axis2=-1)  # omega^2 / total, per patient
+    curvature[p : 2 * p] = (4 * explained**2).sum(axis=0)
+    for column, (dv, _) in enumerate(_residual_changes(problem, t)):
+        curvature[2 * p + column] = ((dv * t["inverse"]) ** 2).sum()
+    return np.sqrt(np.maximum(curvature, 1e-8 * curvature.max()))
+
+
+def _minimize(problem: _Problem, start: _Evaluation, bounds, max_iterations: int, known=()):
+    """L-BFGS-B from an evaluated start, with the exact gradient.
+
+    The search runs in the outer parameters scaled by the square root of their expected
+    curvature (``_expected_curvature``). Each evaluation starts the modes from the best
+    point's, moved to first order by their sensitivity to the outer parameters (at most 0.5
+    on the log scale), so that a few Newton steps find them; a wild trial point of the line
+    search cannot drag the next start. A search that comes within ``_SAME_OPTIMUM`` of an
+    optimum in ``known`` (earlier runs' best points) stops there: it has joined it.
+    """
+    start = _modes(problem, start.x, start.eta)
+    best = {"x": start.x[0], "ofv": np.inf, "joined": False}
+    scale = _expected_curvature(problem, start)
+
+    def keep(evaluation: _Evaluation, total: float) -> None:
+        best.update(
+            x=evaluation.x[0].copy(),
+            ofv=total,
+            eta=evaluation.eta[0],
+            sensitivity=_mode_sensitivity(problem, evaluation)[0],
+        )
+
+    ofv, gradient = _ofv_and_gradient(problem, start)
+    keep(start, float(ofv.sum()))
+    first = {"z": start.x[0] * scale, "ofv": best["ofv"], "gradient": gradient.sum(axis=(0, 1))}
+
+    def objective(z: np.ndarray) -> tuple[float, np.ndarray]:
+        if np.array_equal(z, first["z"]):
+            return first["ofv"], first["gradient"] / scale
+        x = z / scale
+        shift = np.clip(best["sensitivity"] @ (x - best["x"]), -0.5, 0.5)
+        evaluation = _modes(problem, x[None], (best["eta"] + shift)[None])
+        ofv, gradient = _ofv_and_gradient(problem, evaluation)
+        total = float(ofv.sum())
+        if not np.isfinite(total):
+            return np.inf, np.zeros(x.size)
+        if total < best["ofv"]:
+            keep(evaluation, total)
+        return total, gradient.sum(axis=(0, 1)) / scale
+
+    def joined(intermediate_result: optimize.OptimizeResult) -> None:
+        x = intermediate_result.x / scale
+        if any(np.abs(x - other).max() < _SAME_OPTIMUM for other in known):
+            best["joined"] = True
+            raise StopIteration
+
+    result = optimize.minimize(
+        objective,
+        first["z"],
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(low * s, high * s) for (low, high), s in zip(bounds, scale, strict=True)],
+        options={"maxiter": max_iterations, "ftol": 1e-12, "gtol": 1e-6, "maxcor": 20},
+        callback=joined,
+    )
+    return best, result
+
+
+def fit_population(
+    study: StudyEvents,
+    *,
+    model: PkModel | None = None,
+    error: str | None = None,
+    max_iterations: int = 300,
+) -> PopulationFit:
+    """Fit a population PK model to a study's PK endpoint by FOCE-I.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The study (:func:`synpmx_lite.pmx.study.prepare_study`).
+    model : PkModel, optional
+        The structural model; default the one in the study's roles.
+    error : {"combined", "additive", "proportional"}, optional
+        The residual error model; default ``"combined"``, or ``"additive"`` for log
+        concentrations (``roles.log_dv``), which is then the only one allowed.
+    max_iterations : int, default 300
+        Most L-BFGS-B iterations of each run of the outer problem.
+
+    Returns
+    -------
+    PopulationFit
+        Typical values, omega, residual error, empirical Bayes random effects, shrinkage,
+        OFV, the covariance step, diagnostics and convergence.
+
+    Raises
+    ------
+    ValueError
+        For an unknown error model, a proportional error on log concentrations, an oral
+        model for a study with infusions, fewer than one iteration, or concentrations none of
+        which is positive.
+
+    Warns
+    -----
+    FitWarning
+        When the fit must not be trusted (``converged`` False): a parameter at a bound, a
+        between-subject SD at its floor, a mode not found, a failed covariance step, a
+        parameter the data do not determine (RSE above 235 %), an optimizer stopped away
+        from a stationary point, or (proportional error) a sample after a dose predicted
+        as 0.
+
+    Notes
+    -----
+    The method (FOCE-I) is described in the module docstring. Between-subject SDs are
+    bounded to [0.01, 5] on the log scale; typical values to a factor 100 either side of
+    their start.
+    """
+    model, error = _checked_model_and_error(study, model, error)
+    if study.roles.log_dv and error != "additive":
+        raise ValueError("log concentrations (roles.log_dv) take error='additive'")
+    if model.route == "oral" and np.any(study.dose_duration > 0):
+        raise ValueError(
+            f"model {model} takes no infusions, and the study's doses include infusions: "
+            "use PkModel(route='iv')"
+        )
+    max_iterations = check_count(max_iterations, "max_iterations")
+    if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
+        raise ValueError(
+            "study has no positive concentration of its PK endpoint: every DV is zero or "
+            "negative, and a PK model cannot be fitted"
+        )
+    # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
+    # start-up and synchronization, which on a loaded machine costs more than the fit itself.
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        return _fit(study, model, error, max_iterations)
+
+
+def _checked_model_and_error(study: object, model: object, error: object) -> tuple[PkModel, str]:
+    """``study`` checked, with the model (default the study's own) and the error model
+    (default ``"additive"`` for log concentrations, else ``"combined"``) checked."""
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    model = study.roles.model if model is None else model
+    if not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    if error is None:
+        error = "additive" if study.roles.log_dv else "combined"
+    if not isinstance(error, str) or error not in ERROR_MODELS:
+        raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    return model, error
+
+
+def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) -> PopulationFit:
+    problem = _Problem(study, model, error, ERROR_MODELS[error])
+    p, n = problem.p, study.n_patients
+    spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
+    residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
+    tail = np.r_[np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
+    candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
+    # Screen every start by its OFV (one batch), and search from the best. Rough modes rank
+    # the starts well enough; each search refines its own.
+    screen = _modes(
+        problem, candidates, np.zeros((len(candidates), n, p)), tolerance=1e-3, iterations=10
+    )
+    screened = _ofv_and_gradient(problem, screen)[0].sum(axis=-1)
+    runs = 3 if model.compartments == 2 else 1
+    chosen = np.argsort(np.where(np.isfinite(screened), screened, np.inf))[:runs]
+    residual_bounds = {
+        "additive": (np.log(1e-4 * spread), np.log(10 * spread)),
+        "proportional": (np.log(1e-3), np.log(2.0)),
+    }
+    outcomes = []
+    for index in chosen:
+        x0 = candidates[index]
+        bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
+        bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
+        bounds += [residual_bounds[name] for name in ERROR_MODELS[error]]
+        known = [o[0]["x"] for o in outcomes]
+        best, result = _minimize(problem, _select(screen, index), bounds, max_iterations, known)
+        outcomes.append((best, result, bounds, float(screened[index])))
+    best, result, bounds, _ = min(outcomes, key=lambda o: o[0]["ofv"])
+    starts = pd.DataFrame(
+        np.exp(candidates[chosen, :p]), columns=[f"start {name}" for name in model.parameters]
+    )
+    starts["start_ofv"] = [o[3] for o in outcomes]
+    starts["ofv"] = [o[0]["ofv"] for o in outcomes]
+    starts["iterations"] = [int(o[1].nit) for o in outcomes]
+    starts["joined_earlier_run"] = [o[0]["joined"] for o in outcomes]
+    return _finish(problem, study, best, result, np.array(bounds), starts)
+
+
+def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
+    """Covariance step, diagnostics and the fit object at the best point found."""
+    x = best["x"]
+    p, k = problem.p, problem.k
+    final = _modes(problem, x[None], best["eta"][None])
+    ofv_terms, gradient_terms = _ofv_and_gradient(problem, final)
+    ofv = float(ofv_terms.sum())
+    gradient = gradient_terms[0].sum(axis=0)
+    low, high = bounds.T
+    at_low, at_high = x - low < _AT_BOUND, high - x < _AT_BOUND
+    free = ~(at_low | at_high)
+    index = _parameter_index(problem)
+    diagnostics = []
+    names = [f"{kind} {name}" for kind, name in index]
+    labels = [
+        f"the between-subject SD of {name}" if kind == "omega_sd" else f"{kind} {name}"
+        for kind, name in index
+    ]
+    floor = at_low & (np.arange(k) >= p) & (np.arange(k) < 2 * p)
+    for i in np.flatnonzero(floor):
+        diagnostics.append(
+            f"the between-subject SD of {index[i][1]} collapsed to its floor "
+            f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it"
+        )
+    for i in np.flatnonzero((at_low | at_high) & ~floor):
+        diagnostics.append(f"{names[i]} sits at a bound of its search range")
+    if not final.converged.all():
+        # Rows of ``eta``, not source IDs: the diagnostics are quoted in the privacy checks.
+        bad = np.flatnonzero(~final.converged[0])
+        diagnostics.append(
+            f"the modes of {bad.size} patients did not converge within {_foce._MODE_ITERATIONS} "
+            f"Newton steps (first: row {bad[0]} of eta)"
+        )
+    # Covariance step: R by central differences of the exact gradient, over the free
+    # parameters; S from each patient's gradient.
+    covariance = sandwich = None
+    free_index = np.flatnonzero(free)
+    m = free_index.size
+    free_gradient = gradient[free_index]
+    try:
+        if m == 0:
+            raise linalg.LinAlgError("every parameter sits at a bound")
+        steps = _HESSIAN_STEP * np.eye(k)[free_index]
+        points = np.vstack([x + steps, x - steps])
+        shifted = _modes(
+            problem, points, np.broadcast_to(final.eta[0], (len(points), *final.eta[0].shape))
+        )
+        shifted_gradient = _ofv_and_gradient(problem, shifted)[1].sum(axis=1)
+        r = (shifted_gradient[:m] - shifted_gradient[m:])[:, free_index] / (2 * _HESSIAN_STEP)
+        r = (r + r.T) / 2
+        if not np.isfinite(r).all():
+            raise linalg.LinAlgError("a non-finite R matrix")
+        factor = linalg.cho_factor(r)
+        r_inverse = linalg.cho_solve(factor, np.eye(m))
+        s = np.einsum("nk,nl->kl", *(2 * [gradient_terms[0][:, free_index]]))
+        free_names = index[free_index]
+        covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
+        sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
+        log_se = np.sqrt(2 * np.diag(r_inverse))
+        for i, se in zip(free_index, log_se, strict=True):
+            if se > _UNDETERMINED_LOG_SE:
+                diagnostics.append(
+                    f"the data do not determine {labels[i]}: its RSE is {100 * se:.3g} % "
+                    "(a 95 % interval wider than a factor 100 either way)"
+                )
+        gain = 0.5 * free_gradient @ r_inverse @ free_gradient
+        if gain > _NEWTON_GAIN:
+            diagnostics.append(
+                f"the optimizer stopped ({result.message}) where a Newton step would still "
+                f"lower the OFV by {gain:.3g}: not a stationary point"
+            )
+    except linalg.LinAlgError:
+        diagnostics.append(
+            "the covariance step failed: the Hessian of the OFV is not positive definite at "
+            "the optimum (a parameter the data do not determine)"
+        )
+    if not np.isfinite(ofv):
+        diagnostics.append("the OFV is not finite at the reported optimum")
+    n_left_out = 0 if problem.left_out is None else int(problem.left_out.sum())
+    unit_variance = final.terms["zero"][0] & (problem.y != 0)
+    escaped = unit_variance & problem.after_dose
+    if escaped.any():
+        diagnostics.append(
+            f"{int(escaped.sum())} non-zero observations taken after a dose are predicted as "
+            "exactly 0 (before a patient's lag time): under proportional error their variance "
+            "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
+            "the units of the observations; fit the combined error model"
+        )
+    typical, omega, residual = _unpacked_series(problem, x)
+    parameter_names = list(problem.model.parameters)
+    eta_table = pd.DataFrame(
+        final.eta[0], index=pd.Index(study.ids, name="id"), columns=parameter_names
+    )
+    fit = PopulationFit(
+        model=problem.model,
+        error=problem.error,
+        typical=typical,
+        omega=omega,
+        residual=residual,
+        eta=eta_table,
+        shrinkage=1 - eta_table.std(ddof=0) / np.sqrt(omega),
+        ofv=ofv,
+        converged=not diagnostics,
+        iterations=int(result.nit),
+        n_observations=problem.n_obs - n_left_out,
+        covariance=covariance,
+        sandwich=sandwich,
+        diagnostics=tuple(diagnostics),
+        starts=starts,
+        n_left_out=n_left_out,
+        n_unit_variance=int(unit_variance.sum()),
+    )
+    if diagnostics:
+        warnings.warn(
+            f"{problem.model} fit ({problem.error} error) is not to be trusted: "
+            + "; ".join(diagnostics),
+            FitWarning,
+            stacklevel=4,
+        )
+    return fit
+
+
+def importance_sampling_ofv(
+    study: StudyEvents, fit: PopulationFit, *, draws: int = 2000, seed: object = 1
+) -> tuple[float, float]:
+    r"""The OFV at a fit's estimates without the Laplace approximation, by importance sampling.
+
+    Each patient's marginal likelihood :math:`\int p(y_i \mid \eta) p(\eta)\, d\eta` is
+    estimated with ``draws`` draws from a multivariate t distribution (5 degrees of freedom)
+    centred on the patient's mode, scaled by the inverse of the exact Hessian there, as
+    NONMEM's importance-sampling evaluation does. It checks FOCE-I's objective, or decides
+    between two candidate optima, free of either's approximation.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The study the fit was made on.
+    fit : PopulationFit
+        Its model, error model and estimates (``typical``, ``omega``, ``residual``) are used;
+        a copy with other estimates (:func:`dataclasses.replace`) evaluates those.
+    draws : int, default 2000
+        Draws per patient.
+    seed : int or numpy.random.Generator, default 1
+        The random draws.
+
+    Returns
+    -------
+    ofv : float
+        -2 log-likelihood less :math:`N_{obs} \log 2\pi`, comparable with ``fit.ofv``.
+    standard_error : float
+        Its Monte Carlo standard error (delta method over patients).
+
+    Raises
+    ------
+    ValueError
+        For a fit made on other patients, estimates that are not positive, or fewer than
+        10 draws.
+    """
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if not isinstance(fit, PopulationFit):
+        raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+    if not np.array_equal(fit.eta.index.to_numpy(), study.ids):
+        raise ValueError("fit was not made on this study (its patients differ from the study's)")
+    estimates = np.r_[fit.typical.to_numpy(float), fit.omega.to_numpy(float), fit.residual]
+    if not (np.all(np.isfinite(estimates)) and np.all(estimates > 0)):
+        raise ValueError("fit's typical values, omega and residual error must be positive")
+    draws = check_count(draws, "draws", minimum=10)
+    rng = check_rng(seed, "seed")
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error])
+        names = list(fit.model.parameters)
+        x = np.r_[
+            np.log(fit.typical[names].to_numpy(dtype=float)),
+            0.5 * np.log(fit.omega[names].to_numpy(dtype=float)),
+            np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
+        ]
+        p, n = problem.p, problem.n_patients
+        mode = _modes(problem, x[None], np.zeros((1, n, p)))
+        hessian = mode.terms["hessian"][0]
+        definite = np.linalg.eigvalsh(hessian)[:, 0] > 0
+        precision = np.where(definite[:, None, None], hessian, mode.terms["information"][0]) / 2
+        root = np.linalg.cholesky(np.linalg.inv(precision))  # (n, p, p)
+        freedom = 5.0
+        normal = rng.standard_normal((draws, n, p))
+        chi = rng.chisquare(freedom, size=(draws, n, 1)) / freedom
+        z = normal / np.sqrt(chi)
+        eta = mode.eta[0] + np.einsum("nkl,mnl->mnk", root, z)
+        # log q: the multivariate t density; log p: -L/2 less the normal constants.
+        _, log_det_root = np.linalg.slogdet(root)
+        log_q = (
+            special.gammaln((freedom + p) / 2)
+            - special.gammaln(freedom / 2)
+            - p / 2 * np.log(freedom * np.pi)
+            - log_det_root
+            - (freedom + p) / 2 * np.log1p((z**2).sum(axis=-1) / freedom)
+        )
+        mu, log_sd, residual = problem.unpack(x[None])
+        log_p = np.empty((draws, n))
+        chunk = max(1, 200_000 // problem.n_obs)
+        for start in range(0, draws, chunk):
+            part = slice(start, start + chunk)
+            size = eta[part].shape[0]
+            objective = _joint(
+                problem,
+                np.repeat(mu, size, axis=0),
+                np.repeat(log_sd, size, axis=0),
+                np.repeat(residual, size, axis=0),
+                eta[part],
+                0,
+            )["objective"]
+            log_p[part] = -0.5 * (objective + 2 * log_sd.sum() + p * np.log(2 * np.pi))
+        log_w = log_p - log_q
+        top = log_w.max(axis=0)
+        w = np.exp(log_w - top)
+        mean = w.mean(axis=0)
+        ofv = float(-2 * (np.log(mean) + top).sum())
+        relative_se = w.std(axis=0, ddof=1) / (np.sqrt(draws) * mean)
+        return ofv, float(2 * np.sqrt((relative_se**2).sum()))
+
+
+def empirical_bayes_estimates(
+    study: StudyEvents,
+    typical: pd.DataFrame,
+    omega: pd.DataFrame,
+    residual: pd.DataFrame,
+    *,
+    model: PkModel | None = None,
+    error: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Every patient's empirical Bayes random effects under given population estimates.
+
+    The mode :math:`\hat\eta_i` of patient :math:`i`'s joint density under fixed typical
+    values, variances and residual error, as the fit finds it (the inner problem of the module
+    docstring), without estimating anything else. Each patient's mode depends only on their
+    own observations, so someone who holds a released model and a person's concentrations can
+    compute that person's random effects under the release. Several sets of estimates (for
+    example the releases of many studies) are handled in one batch.
+
+    Parameters
+    ----------
+    study : StudyEvents
+        The patients whose random effects are wanted (:func:`synpmx_lite.pmx.study.prepare_study`).
+    typical, omega : pandas.DataFrame
+        One row per set of estimates, one column per parameter of ``model``: typical values,
+        and between-subject variances of the log parameters (all positive and finite).
+    residual : pandas.DataFrame
+        One row per set, one column per residual parameter of ``error``
+        (:data:`ERROR_MODELS`), positive and finite.
+    model : PkModel, optional
+        The structural model; default the one in the study's roles.
+    error : str, optional
+        The residual error model; default ``"combined"`` (``"additive"`` for log
+        concentrations).
+
+    Returns
+    -------
+    eta : numpy.ndarray
+        Shape ``(sets, patients, parameters)``: the modes, parameters in ``model`` order.
+    converged : numpy.ndarray
+        Shape ``(sets, patients)``: whether each mode was found.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``study`` is not a StudyEvents; the tables lack a parameter, hold a value that is not
+        positive and finite, or differ in their number of rows; an unknown error model.
+    """
+    model, error = _checked_model_and_error(study, model, error)
+    columns = {
+        "typical": list(model.parameters),
+        "omega": list(model.parameters),
+        "residual": list(ERROR_MODELS[error]),
+    }
+    values = {}
+    for name, table in (("typical", typical), ("omega", omega), ("residual", residual)):
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"{name} must be a pandas DataFrame, got {type(table).__name__}")
+        missing = [c for c in columns[name] if c not in table.columns]
+        if missing:
+            raise ValueError(f"{name} lacks columns {missing}")
+        array = table[columns[name]].to_numpy(dtype=float)
+        if not np.all(np.isfinite(array) & (array > 0)):
+            raise ValueError(f"{name} must hold positive, finite values")
+        values[name] = array
+    sets = {array.shape[0] for array in values.values()}
+    if len(sets) != 1 or 0 in sets:
+        raise ValueError(
+            "typical, omega and residual need the same number of rows (at least one), got "
+            + ", ".join(str(array.shape[0]) for array in values.values())
+        )
+    x = np.hstack(
+        [np.log(values["typical"]), 0.5 * np.log(values["omega"]), np.log(values["residual"])]
+    )
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        problem = _Problem(study, model, error, ERROR_MODELS[error])
+        evaluation = _modes(problem, x, np.zeros((x.shape[0], study.n_patients, problem.p)))
+    return evaluation.eta, evaluation.converged

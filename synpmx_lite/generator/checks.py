@@ -1,0 +1,1002 @@
+r"""Checks P1-P5: the released JSON judged against the source study, independently of the builder.
+
+:func:`release_checks` reads two things: the artefact that leaves the secure environment (the
+fingerprint's JSON) and the source study it was built from (with the fit's influence readings
+for P5). It re-derives from the source, in its own code, what each released number may be, and
+shares nothing with the code that built the release
+(:func:`synpmx_lite.generator.estimate.model_fingerprint`) beyond the policy itself: the allowlisted
+shape (:func:`synpmx_lite.generator.release.release_problems`), the thresholds, the trimming share
+and the most values a code may take. A release edited by hand, built by other code, or built by a
+faulty builder is judged the same way, so that every check can fail.
+
+========  ==========================================================================
+P1        The release holds exactly the allowlisted shape: no field, key or type outside it,
+          and no key repeated within one JSON object (readers differ on which value wins).
+P2        Every label in the release (a key, a text value, a category level, an arm label)
+          is one the source vouches for: a field or key of the allowlist, a column name, an
+          endpoint or category level that enough patients share, or the engine's own arm
+          label at its place. Any other label fails, as a source identifier where it is or
+          contains one, and otherwise as free text that could carry one.
+P3        No released number equals, at the precision it is released with, a value that one
+          to ``k - 1`` source patients hold for that quantity: the LOQ against each
+          patient's lowest value (and it follows the LOQ rule), the reference weight against
+          the weights, planned doses, dose times and durations against the individual doses,
+          visit times against the observation times (and nominal times), covariate means
+          against the covariate's values, category levels and frequencies against the
+          source counts, a graded endpoint's levels against the patients observed at each,
+          a keep column's value against its holders, a PD baseline against the patients'
+          first observations; covariate summaries rest on at least ``k`` kept patients after
+          trimming, and none summarises a code (at most ``CODE_VALUES`` values, whose mean
+          and SD are frequencies); no number carries more significant figures than its rule
+          allows.
+P4        Every released frequency has at least ``k`` patients on each side, and no released
+          total differs from the sum of its released parts, or from any one part, by a group
+          under ``k`` (subtraction); every released endpoint, visit period and planned dose
+          rests on at least ``k`` patients; the release's own P4 verdict agrees.
+P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
+          or more fails; a PD shape parameter's move counted past the second bar); the
+          released PK and PD estimates are those of the fits whose influence was read; the
+          release's own P5 verdict agrees. A fit that is not to be trusted (its diagnostics,
+          :attr:`synpmx_lite.pmx.population.PopulationFit.diagnostics`, a released PD model's fit
+          not converged, or leave-one-out refits of it not converged) makes a pass a review:
+          the readings are pulls on that fit. Below 10 patients nobody can be left out, and the
+          result says so.
+========  ==========================================================================
+
+Here ``k`` is ``min_arm_patients``, and ``min_category_patients`` for category levels, each at
+least :data:`SMALLEST_THRESHOLD`: thresholds may be raised, and the checks follow them; a
+release built with a threshold below three is held to three all the same, and fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_count
+from ..pmx.pd import PD_SHAPES, PdFit
+from ..pmx.population import ERROR_MODELS, PopulationFit
+from ..pmx.study import StudyEvents, identifier_key
+from ..rounding import round_significant
+from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
+from .protections import CODE_VALUES, TRIM
+from .release import (
+    FINGERPRINT_FIELDS,
+    VERDICTS,
+    Fingerprint,
+    arm_label,
+    read_json,
+    release_problems,
+)
+
+__all__ = ["CHECK_QUESTIONS", "SMALLEST_THRESHOLD", "release_checks"]
+
+#: The smallest threshold in common use in statistical disclosure control (Hundepool et al.
+#: 2012): the checks hold every release to at least this many patients behind a value.
+SMALLEST_THRESHOLD = 3
+
+#: The question each check answers.
+CHECK_QUESTIONS = {
+    "P1": "No per-patient table is released",
+    "P2": "No source identifier is released",
+    "P3": "No single patient's value is released",
+    "P4": "Every released frequency rests on at least three patients",
+    "P5": "No single patient moves a released estimate far",
+}
+
+# Significant figures each kind of released number may carry (protection 5 and the rules of
+# protection 2). An amount may carry more only where it is a dose at least k patients got
+# exactly (a planned dose of 137.5 mg): an arm mean at full precision would give back, to
+# anyone who knows the other patients' doses, the one dose that differs.
+_FIGURES = {
+    "estimate": 1,
+    "summary": 2,
+    "weight": 1,
+    "share": 2,
+    "loq": 1,
+    "time": 2,
+    "amount": 2,
+}
+_PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
+_VOCABULARY_KEYS = {
+    "model": ("compartments", "route", "lag"),
+    "summary": ("geometric_mean", "sdlog"),
+    "arm": ("arm", "patients", "doses", "keep"),
+    "dose": ("period", "index", "time", "amount", "duration"),
+    "endpoint": ("attendance", "visits", "loq"),
+    "checks": ("P4", "P5"),
+    "pd": ("shape", "baseline", "baseline_sd", "parameters", "residual"),
+}
+_PD_PARAMETERS = tuple(dict.fromkeys(name for names in PD_SHAPES.values() for name in names))
+
+
+# --- Reading the inputs -----------------------------------------------------------------------
+
+
+def _read(released: object) -> tuple[dict, list[str]]:
+    """The release as the dict its JSON holds, and the keys its JSON repeats in one object.
+
+    A repeated key is read here as its last value, but another JSON reader may take the
+    first: what was checked would not be what is read, so P1 fails such a release.
+    """
+    if isinstance(released, Fingerprint):
+        released = released.to_json()
+    if not isinstance(released, str):
+        raise TypeError(
+            f"released must be a Fingerprint or its JSON text, got {type(released).__name__}"
+        )
+    try:
+        parsed, repeated = read_json(released)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"released is not JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise ValueError(
+            f"released must be a fingerprint's JSON object, got a JSON {type(parsed).__name__}"
+        )
+    return parsed, repeated
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _numbers_as_read(value: object) -> object:
+    """The release with every text that spells a finite number replaced by that number."""
+    if isinstance(value, dict):
+        return {key: _numbers_as_read(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_as_read(item) for item in value]
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                number = kind(value)
+            except ValueError:
+                continue
+            return number if math.isfinite(number) else value
+    return value
+
+
+def _figures(value: float) -> int:
+    """Significant figures in the shortest decimal text of ``value`` (1 for zero)."""
+    digits = np.format_float_positional(abs(float(value)), trim="-").replace(".", "")
+    digits = digits.lstrip("0").rstrip("0")
+    return max(len(digits), 1)
+
+
+class _Source:
+    """What the checks read from the source study."""
+
+    def __init__(
+        self, study: StudyEvents, min_arm_patients: int, min_category_patients: int, left_out
+    ) -> None:
+        self.study = study
+        self.n = study.n_patients
+        self.min_arm_patients = min_arm_patients
+        self.min_category_patients = min_category_patients
+        # The patients a release may describe: those of arms with enough patients.
+        sizes = study.arms.value_counts()
+        self.eligible = study.arms.isin(sizes.index[sizes >= min_arm_patients]).to_numpy()
+        # The patients behind the covariate summaries: all but those left out for influence.
+        self.kept = ~pd.Index(study.ids).isin(list(left_out))
+        counts = study.observations.groupby("endpoint")["patient"].nunique()
+        self.shared_endpoints = {str(e) for e in counts.index[counts >= min_arm_patients]}
+
+    def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every patient's value of a numeric covariate, and the patient it belongs to."""
+        covariates = self.study.covariates
+        if column not in covariates.columns or not pd.api.types.is_numeric_dtype(
+            covariates[column]
+        ):
+            return np.array([]), np.array([], dtype=int)
+        return covariates[column].to_numpy(dtype=float), np.arange(self.n)
+
+    def level_holders(self, column: str, level: object) -> int:
+        """Patients whose value of ``column`` is ``level`` (numbers by value, text as text)."""
+        covariates = self.study.covariates
+        if column not in covariates.columns:
+            return 0
+        key = identifier_key(level)
+        return int(sum(identifier_key(v) == key for v in covariates[column]))
+
+    def endpoint_rows(self, endpoint: str) -> pd.DataFrame:
+        observations = self.study.observations
+        return observations[observations["endpoint"].astype(str) == endpoint]
+
+    def lowest(self, endpoint: str) -> pd.Series:
+        rows = self.endpoint_rows(endpoint)
+        values = rows["dv"].to_numpy(dtype=float)
+        if self.study.roles.log_dv and endpoint == self.study.pk_endpoint:
+            values = np.exp(values)
+        positive = rows.assign(value=values)[values > 0]
+        return positive.groupby("patient")["value"].min()
+
+    def first_values(self, endpoint: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each patient's first observation of an endpoint (their baseline), and the patient."""
+        rows = self.endpoint_rows(endpoint).sort_values(["patient", "period", "time"])
+        first = rows.groupby("patient")["dv"].first()
+        return first.to_numpy(float), first.index.to_numpy()
+
+    def visit_times(self, endpoint: str) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.endpoint_rows(endpoint)
+        times, owners = [rows["time"].to_numpy(float)], [rows["patient"].to_numpy()]
+        if self.study.roles.nominal_time:
+            times.append(rows["visit"].to_numpy(float))
+            owners.append(rows["patient"].to_numpy())
+        return np.concatenate(times), np.concatenate(owners)
+
+
+def _holders(values: np.ndarray, owners: np.ndarray, released: float, figures: int) -> int:
+    """Patients whose value of the quantity reads ``released`` at ``figures`` figures."""
+    finite = np.isfinite(values)
+    if not finite.any():
+        return 0
+    rounded = round_significant(values[finite], figures)
+    held = np.isclose(rounded, released, rtol=1e-9, atol=0)
+    return np.unique(owners[finite][held]).size
+
+
+def _implied_counts(frequency: float, total: int) -> range:
+    """The whole patient counts out of ``total`` that round to ``frequency`` at its precision.
+
+    The precision is read from the number as written (0.08: one figure, 0.083: two), the
+    coarser reading where trailing zeros leave it open, so that a group is called under the
+    threshold only where every count the number can stand for is.
+    """
+    figures = _figures(frequency)
+    half_unit = 0.5 * 10.0 ** (math.floor(math.log10(frequency)) - figures + 1) if frequency else 0
+    low = math.ceil((frequency - half_unit) * total - 1e-9)
+    high = math.floor((frequency + half_unit) * total + 1e-9)
+    return range(max(low, 0), min(high, total) + 1)
+
+
+# --- P1 and P2 --------------------------------------------------------------------------------
+
+
+def _p2_labels(released: dict) -> list[tuple[tuple, object, str]]:
+    """Every label in the release: ``(path, label, kind)``, kind ``key``, ``text`` or ``level``."""
+    labels = []
+
+    def walk(value: object, path: tuple) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                labels.append(((*path, key), key, "key"))
+                walk(item, (*path, key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, (*path, i))
+        elif isinstance(value, str):
+            labels.append((path, value, "text"))
+
+    walk(released, ())
+    for name, pairs in _mapping(released.get("categories")).items():
+        for j, pair in enumerate(_sequence(pairs)):
+            if isinstance(pair, list) and pair and _number(pair[0]):
+                labels.append((("categories", name, j, 0), pair[0], "level"))
+    return labels
+
+
+def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
+    """Whether the source shows that the label at ``path`` is not an identifier."""
+    roles = source.study.roles
+    depth, head = len(path), path[0] if path else None
+    if kind == "key":
+        if depth == 1:
+            return label in FINGERPRINT_FIELDS
+        if depth == 2:
+            return label in {
+                "model": _VOCABULARY_KEYS["model"],
+                "typical": _PARAMETERS,
+                "omega": _PARAMETERS,
+                "residual": ("additive", "proportional"),
+                "covariates": roles.covariates,
+                "categories": roles.covariates,
+                "pd": tuple(source.shared_endpoints),
+                "graded": tuple(source.shared_endpoints),
+                "endpoints": tuple(source.shared_endpoints),
+                "checks": _VOCABULARY_KEYS["checks"],
+            }.get(head, ())
+        if head == "pd" and depth == 3:
+            return label in _VOCABULARY_KEYS["pd"]
+        if head == "pd" and depth == 4:
+            return path[2] == "parameters" and label in _PD_PARAMETERS
+        if head == "covariates" and depth == 3:
+            return label in _VOCABULARY_KEYS["summary"]
+        if head == "endpoints" and depth == 3:
+            return label in _VOCABULARY_KEYS["endpoint"]
+        if head == "arms" and depth == 3:
+            return label in _VOCABULARY_KEYS["arm"]
+        if head == "arms" and depth == 4 and path[2] == "keep":
+            return label in roles.keep
+        if head == "arms" and depth == 5:
+            return label in _VOCABULARY_KEYS["dose"]
+        return False
+    if path == ("model", "route"):
+        return label in ("oral", "iv")
+    if path == ("error",):
+        return label in ERROR_MODELS
+    if path == ("pk_endpoint",):
+        return label in source.shared_endpoints
+    if head == "checks" and depth == 2:
+        return label in VERDICTS
+    if head == "pd" and depth == 3 and path[2] == "shape":
+        return label in PD_SHAPES
+    if head == "arms" and depth == 3 and path[2] == "arm":
+        return label == arm_label(path[1])
+    if head == "arms" and depth == 4 and path[2] == "keep":
+        return source.level_holders(str(path[3]), label) >= source.min_arm_patients
+    if head == "categories" and depth == 4 and path[3] == 0:
+        return source.level_holders(str(path[1]), label) >= source.min_category_patients
+    return False
+
+
+def _p2(released: dict, source: _Source) -> list[str]:
+    """Labels that are or contain a source ID, and labels the source does not vouch for.
+
+    A label passes only where the source shows what it is (:func:`_vocabulary`): any other
+    text is a free channel that can carry an identifier in a form no comparison would
+    recognise ("first: 101", an initial, a date of birth), so it fails even where it holds no
+    ID that can be seen; the message says which it is.
+    """
+    numbers_, texts = set(), set()
+    for value in source.study.ids:
+        kind, key = identifier_key(value)
+        if kind == "number":
+            numbers_.add(key)
+            if float(key).is_integer():
+                texts.add(str(int(key)))
+        texts.add(str(value).strip().casefold())
+    # An ID inside a label: as a whole token (not a digit of a longer number), or anywhere once
+    # it is long enough not to turn up by chance.
+    inside = re.compile(
+        "|".join(
+            rf"(?<![0-9a-z]){re.escape(t)}(?![0-9a-z])" if len(t) < 4 else re.escape(t)
+            for t in sorted(texts, key=len, reverse=True)
+            if t
+        )
+        or r"(?!)"
+    )
+    identifiers, unvouched = [], []
+    for path, label, kind in _p2_labels(released):
+        if _vocabulary(path, label, kind, source):
+            continue
+        label_kind, key = identifier_key(label)
+        text = str(label).strip().casefold()
+        where = f"{label!r} at {'.'.join(map(str, path)) or 'top level'}"
+        if (label_kind == "number" and key in numbers_) or inside.search(text):
+            identifiers.append(where)
+        else:
+            unvouched.append(where)
+    problems = []
+    if identifiers:
+        problems.append(f"source IDs in the fingerprint: {', '.join(identifiers)}")
+    if unvouched:
+        problems.append(
+            f"labels the source does not vouch for (free text can carry an ID): "
+            f"{', '.join(unvouched)}"
+        )
+    return problems
+
+
+# --- P3 ---------------------------------------------------------------------------------------
+
+
+def _p3(released: dict, source: _Source) -> list[str]:
+    """Released numbers that are one to ``k - 1`` patients' values, or carry too many figures."""
+    problems = []
+    for field in ("typical", "omega", "residual"):
+        for name, value in _mapping(released.get(field)).items():
+            problems += _excess_figures(value, _FIGURES["estimate"], f"{field} {name}")
+    for part in (
+        _p3_graded,
+        _p3_pd,
+        _p3_covariates,
+        _p3_weight,
+        _p3_categories,
+        _p3_keep,
+        _p3_doses,
+        _p3_endpoints,
+    ):
+        problems += part(released, source)
+    rate = released.get("dose_change_rate")
+    return problems + _excess_figures(rate, _FIGURES["share"], "dose-change rate")
+
+
+def _excess_figures(value: object, limit: int, where: str) -> list[str]:
+    """The problem, if any, that ``value`` carries more than ``limit`` significant figures."""
+    if _number(value) and _figures(value) > limit:
+        return [f"{where} {value:g} has more than {limit} significant figure(s)"]
+    return []
+
+
+def _held_by_few(
+    value: object, values: object, owners: object, where: str, limit: int, source: _Source
+) -> list[str]:
+    """The problem, if any, that ``value`` at its precision (at least ``limit`` figures) is the
+    value of one to ``k - 1`` patients."""
+    if not _number(value) or len(values) == 0:
+        return []
+    precision = max(limit, _figures(value))
+    holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
+    if 0 < holders < source.min_arm_patients:
+        return [f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"]
+    return []
+
+
+def _p3_graded(released: dict, source: _Source) -> list[str]:
+    """A graded endpoint's level frequencies: their figures, and levels few patients show."""
+    problems = []
+    for name, pairs in _mapping(released.get("graded")).items():
+        rows = source.endpoint_rows(str(name))
+        for pair in _sequence(pairs):
+            if not isinstance(pair, list) or len(pair) != 2 or not _number(pair[0]):
+                continue
+            level, frequency = pair
+            where = f"frequency of {name} level {level:g}"
+            problems += _excess_figures(frequency, _FIGURES["share"], where)
+            held = rows.loc[np.isclose(rows["dv"], level), "patient"].nunique()
+            if held < source.min_category_patients:
+                problems.append(f"level {level:g} of {name} is observed in {held} patient(s)")
+    return problems
+
+
+def _p3_pd(released: dict, source: _Source) -> list[str]:
+    """PD models: the figures of every number, and the baseline against first observations."""
+    problems = []
+    for name, model in _mapping(released.get("pd")).items():
+        model = _mapping(model)
+        numbers_ = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
+        numbers_.update({k: v for k, v in _mapping(model.get("parameters")).items()})
+        for key, value in numbers_.items():
+            problems += _excess_figures(value, _FIGURES["estimate"], f"PD {name} {key}")
+        values, owners = source.first_values(str(name))
+        problems += _held_by_few(
+            model.get("baseline"), values, owners, f"PD {name} baseline", 1, source
+        )
+    return problems
+
+
+def _p3_covariates(released: dict, source: _Source) -> list[str]:
+    """Covariate summaries: enough kept patients once trimmed, no code, figures, the mean."""
+    problems = []
+    kept = int(source.kept.sum())
+    core = kept - 2 * max(1, math.ceil(TRIM * kept))
+    for name, summary in _mapping(released.get("covariates")).items():
+        summary = _mapping(summary)
+        values, owners = source.values(str(name))
+        if core < source.min_arm_patients:
+            problems.append(
+                f"covariate {name} is summarised on {max(core, 0)} kept patient(s) once its "
+                f"extremes are set aside"
+            )
+        distinct = np.unique(values).size
+        if len(values) and distinct <= CODE_VALUES and 2 * distinct <= len(values):
+            problems.append(
+                f"covariate {name} takes {distinct} values: its mean and SD count the patients "
+                "who hold each (a code is released as categories)"
+            )
+        for key in ("geometric_mean", "sdlog"):
+            problems += _excess_figures(
+                summary.get(key), _FIGURES["summary"], f"covariate {name} {key}"
+            )
+        mean = summary.get("geometric_mean")
+        problems += _held_by_few(mean, values, owners, f"covariate {name} mean", 2, source)
+    return problems
+
+
+def _p3_weight(released: dict, source: _Source) -> list[str]:
+    """The reference weight: its figures, and against the weights."""
+    weight = source.study.roles.weight
+    if weight is None:
+        return []
+    values, owners = source.values(weight)
+    reference = released.get("reference_weight")
+    limit = _FIGURES["weight"]
+    problems = _excess_figures(reference, limit, "reference weight")
+    return problems + _held_by_few(reference, values, owners, "reference weight", limit, source)
+
+
+def _p3_categories(released: dict, source: _Source) -> list[str]:
+    """Category levels few patients hold, and frequencies: figures, and counts they imply."""
+    problems = []
+    k_category = source.min_category_patients
+    cohort = released.get("cohort_size")
+    for name, pairs in _mapping(released.get("categories")).items():
+        for pair in _sequence(pairs):
+            if not isinstance(pair, list) or len(pair) != 2:
+                continue
+            level, frequency = pair
+            held = source.level_holders(str(name), level)
+            if 0 < held < k_category:
+                problems.append(f"level {level!r} of {name} is held by {held} patient(s)")
+            if _number(frequency):
+                where = f"frequency of {name} {level!r}"
+                problems += _excess_figures(frequency, _FIGURES["share"], where)
+            if _number(frequency) and isinstance(cohort, int) and cohort > 0:
+                span = _implied_counts(frequency, cohort)
+                if span and span[0] >= 1 and span[-1] < k_category:
+                    problems.append(
+                        f"frequency {frequency:g} of {name} {level!r} stands for {span[-1]} or "
+                        f"fewer of {cohort} patients"
+                    )
+    return problems
+
+
+def _p3_keep(released: dict, source: _Source) -> list[str]:
+    """Keep columns' values on the arms that fewer than ``k`` patients hold."""
+    problems = []
+    k = source.min_arm_patients
+    for i, arm in enumerate(_sequence(released.get("arms"))):
+        for column, value in _mapping(_mapping(arm).get("keep")).items():
+            held = source.level_holders(str(column), value) if value is not None else 0
+            if value is not None and held < k:
+                problems.append(
+                    f"arm {i + 1} keep column {column} value {value!r} is held by {held} patient(s)"
+                )
+    return problems
+
+
+def _p3_doses(released: dict, source: _Source) -> list[str]:
+    """Planned doses' amounts, times and durations against the individual doses."""
+    problems = []
+    k = source.min_arm_patients
+    doses = source.study.doses
+    dose_owners = doses["patient"].to_numpy()
+    for i, arm in enumerate(_sequence(released.get("arms"))):
+        for dose in _sequence(_mapping(arm).get("doses")):
+            dose = _mapping(dose)
+            where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
+            amount = dose.get("amount")
+            problems += _held_by_few(
+                amount, doses["amount"], dose_owners, f"{where}: amount", _FIGURES["amount"], source
+            )
+            if _number(amount) and _figures(amount) > _FIGURES["amount"]:
+                given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17)
+                if given < k:
+                    problems.append(
+                        f"{where}: amount {amount!r} has more than {_FIGURES['amount']} "
+                        f"significant figures and is a dose {given} patient(s) got, not {k}"
+                    )
+            for key in ("time", "duration"):
+                value, limit = dose.get(key), _FIGURES["time"]
+                problems += _excess_figures(value, limit, f"{where}: {key}")
+                problems += _held_by_few(
+                    value, doses[key], dose_owners, f"{where}: {key}", limit, source
+                )
+    return problems
+
+
+def _p3_endpoints(released: dict, source: _Source) -> list[str]:
+    """Endpoints: attendance figures, visit times against the observation times, the LOQ."""
+    problems = []
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        endpoint = _mapping(endpoint)
+        problems += _excess_figures(
+            endpoint.get("attendance"), _FIGURES["share"], f"{name} attendance"
+        )
+        times, owners = source.visit_times(str(name))
+        for visit in _sequence(endpoint.get("visits")):
+            if isinstance(visit, list) and len(visit) == 2:
+                where, limit = f"{name} visit time", _FIGURES["time"]
+                problems += _excess_figures(visit[1], limit, where)
+                problems += _held_by_few(visit[1], times, owners, where, limit, source)
+        problems += _loq_problems(name, endpoint.get("loq"), source)
+    return problems
+
+
+def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
+    """The LOQ rule, judged on the source: a 1-2-5 value at most half the lowest value that
+    ``k`` patients reached, which no one to ``k - 1`` patients' lowest values equal."""
+    if loq is None or not _number(loq):
+        return []
+    k = source.min_arm_patients
+    lowest = source.lowest(str(name))
+    if len(lowest) < k:
+        return [f"{name} LOQ {loq:g} rests on {len(lowest)} patient(s) with a positive value"]
+    problems = []
+    mantissa = loq / 10.0 ** math.floor(math.log10(loq))
+    if not any(math.isclose(mantissa, m, rel_tol=1e-9) for m in (1, 2, 5)):
+        problems.append(f"{name} LOQ {loq:g} is not 1, 2 or 5 times a power of ten")
+    bound = np.sort(lowest.to_numpy())[k - 1] / 2
+    if loq > bound * (1 + 1e-9):
+        problems.append(f"{name} LOQ {loq:g} lies above half the lowest value {k} patients reached")
+    precision = max(_FIGURES["loq"], _figures(loq))
+    holders = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, precision)
+    if 0 < holders < k:
+        problems.append(f"{name} LOQ {loq:g} is the lowest value of {holders} patient(s)")
+    return problems
+
+
+# --- P4 ---------------------------------------------------------------------------------------
+
+
+def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
+    """Groups behind every released frequency and count, both sides; the smallest of them.
+
+    The groups behind the release's structure (:func:`_structure_groups`) must reach ``k``
+    too, but do not enter the smallest group, which describes frequencies and counts.
+
+    A group read from a frequency is known only to within its rounding: it is a whole number
+    of patients in ``[low, high]``, and fails only where every such number lies from 1 to
+    ``k - 1``.
+    """
+    k, k_category = source.min_arm_patients, source.min_category_patients
+    groups: list[tuple[str, int, int, int]] = []  # (what, low, high, threshold)
+
+    def exact(what: str, patients: int, threshold: int = k) -> None:
+        groups.append((what, patients, patients, threshold))
+
+    cohort = released.get("cohort_size")
+    cohort = cohort if isinstance(cohort, int) and not isinstance(cohort, bool) else None
+    arms = [a.get("patients") for a in map(_mapping, _sequence(released.get("arms")))]
+    arms = [a for a in arms if isinstance(a, int) and not isinstance(a, bool)]
+    if cohort:
+        exact("the cohort", cohort)
+    for i, patients in enumerate(arms):
+        exact(f"arm {i + 1}", patients)
+        if cohort is not None:
+            exact(f"the cohort less arm {i + 1}", cohort - patients)
+    if cohort is not None and arms:
+        exact("the cohort less its released arms", cohort - sum(arms))
+
+    for name, pairs in _mapping(released.get("categories")).items():
+        frequencies = [
+            p[1] for p in _sequence(pairs) if isinstance(p, list) and len(p) == 2 and _number(p[1])
+        ]
+        if not cohort or not frequencies:
+            continue
+        spans = [_implied_counts(f, cohort) for f in frequencies]
+        for frequency, span in zip(frequencies, spans, strict=True):
+            if not span:
+                continue
+            groups.append((f"{name} level at {frequency:g}", span[0], span[-1], k_category))
+            groups.append(
+                (
+                    f"{name}: the others than the level at {frequency:g}",
+                    cohort - span[-1],
+                    cohort - span[0],
+                    k_category,
+                )
+            )
+        low = cohort - sum(span[-1] for span in spans if span)
+        high = cohort - sum(span[0] for span in spans if span)
+        groups.append((f"{name}: patients in no released level", max(low, 0), high, k_category))
+
+    eligible = np.flatnonzero(source.eligible)
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        rate = _mapping(endpoint).get("attendance")
+        if _number(rate) and 0 < rate < 1:
+            missed, attended = _attendance_groups(str(name), source, eligible)
+            exact(f"{name}: patients who missed a visit", missed)
+            exact(f"{name}: patients who attended a visit", attended)
+    rate = released.get("dose_change_rate")
+    if _number(rate) and 0 < rate < 1:
+        doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
+        previous = doses.groupby(["patient", "period"])["amount"].shift()
+        changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+        exact("patients whose dose changed", changed)
+        exact("patients whose dose did not change", eligible.size - changed)
+
+    problems = []
+    for what, low, high, threshold in groups:
+        if high < 0:
+            problems.append(f"{what}: {high} (more patients in the parts than in the total)")
+        elif low >= 1 and high < threshold:
+            problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
+    sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
+    # The groups behind the release's structure fail the same way, outside the smallest group,
+    # which describes the released frequencies and counts.
+    for what, patients in _structure_groups(released, source, eligible):
+        if 1 <= patients < k:
+            problems.append(f"{what}: {patients}")
+    return problems, (min(sizes) if sizes else math.inf)
+
+
+def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
+    """The patients behind each released endpoint, visit period and planned dose.
+
+    A planned dose stands for the patients of its arm who got a dose at that place
+    (period and index), the visits of a period for the patients observed in it and, ranked by
+    attendance, for the patients of the least attended of them, an endpoint or a PD model for
+    the patients who have it: each is a group, and a second dosing period, or a fifth visit,
+    that one patient had would give that patient away as surely as a count of one. A released arm is
+    matched to the source arms of its size; where several have that size the check cannot
+    tell them apart and counts the arm among them with the most patients at that place.
+    """
+    study = source.study
+    arms = study.arms.to_numpy()
+    doses = study.doses[study.doses["patient"].isin(eligible)].copy()
+    doses["index"] = doses.groupby(["patient", "period"]).cumcount()
+    doses["arm"] = arms[doses["patient"].to_numpy()]
+    reach = doses.groupby(["arm", "period", "index"])["patient"].nunique()
+    sizes = pd.Series(arms[eligible]).value_counts()
+    groups = []
+    for i, arm in enumerate(map(_mapping, _sequence(released.get("arms")))):
+        candidates = list(sizes.index[sizes == arm.get("patients")]) or list(sizes.index)
+        for dose in map(_mapping, _sequence(arm.get("doses"))):
+            period, index = dose.get("period"), dose.get("index")
+            if not (_count(period) and _count(index)):
+                continue  # P1 reports it
+            got = max((int(reach.get((a, period, index), 0)) for a in candidates), default=0)
+            groups.append((f"arm {i + 1}: patients given dose {index} of period {period}", got))
+    observations = study.observations[study.observations["patient"].isin(eligible)]
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        rows = observations[observations["endpoint"].astype(str) == str(name)]
+        groups.append((f"{name}: patients with the endpoint", rows["patient"].nunique()))
+        observed = rows.groupby("period")["patient"].nunique()
+        reached = rows.groupby(["period", "visit"])["patient"].nunique()
+        visits = _sequence(_mapping(endpoint).get("visits"))
+        periods = pd.Series(
+            [v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])],
+            dtype=object,
+        ).value_counts()
+        for period, released_visits in sorted(periods.items()):
+            groups.append(
+                (f"{name}: patients seen in period {period}", int(observed.get(period, 0)))
+            )
+            # The released visits of a period stand for its best-attended ones: the last of
+            # them for the patients of the visit ranked at the number released.
+            ranked = np.sort(reached.get(period, pd.Series(dtype=int)).to_numpy())[::-1]
+            last = int(ranked[released_visits - 1]) if released_visits <= ranked.size else 0
+            groups.append((f"{name}: patients at visit {released_visits} of period {period}", last))
+    # A PD model stands for the patients with its endpoint, whether or not the endpoint's
+    # visits are released beside it.
+    released_endpoints = set(map(str, _mapping(released.get("endpoints"))))
+    for name in _mapping(released.get("pd")):
+        if str(name) not in released_endpoints:
+            rows = observations[observations["endpoint"].astype(str) == str(name)]
+            groups.append((f"{name}: patients behind its PD model", rows["patient"].nunique()))
+    return groups
+
+
+def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> tuple[int, int]:
+    """Patients who missed at least one scheduled visit, and who attended at least one."""
+    rows = source.endpoint_rows(endpoint)
+    rows = rows[rows["patient"].isin(eligible)].drop_duplicates(["patient", "period", "visit"])
+    reached = rows.groupby(["period", "visit"])["patient"].nunique()
+    visits = reached.index[reached >= source.min_arm_patients]
+    scheduled = rows[pd.MultiIndex.from_frame(rows[["period", "visit"]]).isin(visits)]
+    attended = scheduled.groupby("patient").size().reindex(rows["patient"].unique(), fill_value=0)
+    return int((attended < len(visits)).sum()), int((attended > 0).sum())
+
+
+# --- P5 ---------------------------------------------------------------------------------------
+
+
+def _untrusted_fits(
+    pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport, released_pd: Iterable
+) -> list[tuple[str, str]]:
+    """The fits behind a release whose readings P5 cannot trust: ``(fit, why)`` pairs.
+
+    The PK fit when its diagnostics report a fault (or its flag says it did not converge: a
+    flag that says converged beside diagnostics that say otherwise, as after an edit, is not
+    trusted either), and for each released PD model its fit and its leave-one-out refits.
+    """
+    found = []
+    if pk is not None and (not pk.converged or pk.diagnostics):
+        found.append(("PK", "; ".join(pk.diagnostics) or "not converged"))
+    for name in released_pd:
+        if name in pd_fits and not pd_fits[name].converged:
+            found.append((f"PD {name}", "not converged"))
+        unsettled = privacy.unconverged_refits.get(name)
+        if unsettled:
+            found.append((f"PD {name}", f"{unsettled} leave-one-out refits not converged"))
+    return found
+
+
+def _p5(
+    released: dict, source: _Source, pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport
+) -> tuple[str, str, list[str]]:
+    # Only the estimates the release holds: a withheld covariate summary moves nothing released.
+    endpoint = source.study.pk_endpoint
+    shown = [f"{endpoint}: {name} typical value" for name in _mapping(released.get("typical"))]
+    shown += [f"{endpoint}: {name} between-subject SD" for name in _mapping(released.get("omega"))]
+    for name in _mapping(released.get("covariates")):
+        shown += [f"{name} mean on the log scale", f"{name} SD on the log scale"]
+    for name, model in _mapping(released.get("pd")).items():
+        shown += [f"{name}: baseline typical value", f"{name}: baseline between-subject SD"]
+        parameters = _mapping(_mapping(model).get("parameters"))
+        shown += [f"{name}: {parameter} shape parameter" for parameter in parameters]
+    moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
+    largest = moves.max(axis=0)
+    if largest.empty:
+        value, result = 0.0, "no estimate released"
+    else:
+        estimate = largest.idxmax()
+        value = float(largest.max())
+        scale = "%" if estimate.endswith("typical value") else "points"
+        if estimate.endswith("shape parameter"):
+            scale = "% (SE bar)"
+        result = f"largest: {estimate}, {value:.3g} {scale}"
+    if privacy.left_out.patients:
+        result += f"; {privacy.left_out.patients} left out"
+    if source.n * MAX_LEFT_OUT_SHARE < 1:
+        result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
+    # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
+    # at its floor shrinks every pull to nothing) they cannot clear anyone, so they cannot pass.
+    untrusted = _untrusted_fits(pk, pd_fits, privacy, _mapping(released.get("pd")))
+    judged = verdict(value, privacy.review, privacy.fail)
+    if untrusted:
+        listed = ", ".join(f"{fit} ({why})" for fit, why in untrusted)
+        result += f"; fit not to be trusted: {listed}"
+        judged = "review" if judged == "pass" else judged
+    problems = []
+    fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
+    if pk is None:
+        for field in ("typical", "omega", "residual"):
+            if _mapping(released.get(field)):
+                problems.append(f"released {field} has no PK fit behind it")
+    for field, estimates in fitted.items():
+        shown = _mapping(released.get(field))
+        for name, number in estimates.items():
+            expected = float(round_significant(float(number), _FIGURES["estimate"]))
+            if (
+                name in shown
+                and _number(shown[name])
+                and not math.isclose(shown[name], expected, rel_tol=1e-9)
+            ):
+                problems.append(
+                    f"released {field} {name} {shown[name]:g} is not the estimate whose "
+                    f"influence was read ({expected:g})"
+                )
+    for name, model in _mapping(released.get("pd")).items():
+        model = _mapping(model)
+        fitted_pd = pd_fits.get(name)
+        if fitted_pd is None:
+            problems.append(f"released PD model {name} is not a model whose influence was read")
+            continue
+        if model.get("shape") != fitted_pd.shape:
+            problems.append(
+                f"released PD {name} shape {model.get('shape')!r} is not the fitted "
+                f"{fitted_pd.shape!r}"
+            )
+            continue
+        shown = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
+        shown.update(_mapping(model.get("parameters")))
+        for key, number in fitted_pd.estimates().items():
+            expected = float(round_significant(float(number), _FIGURES["estimate"]))
+            if _number(shown.get(key)) and not math.isclose(shown[key], expected, rel_tol=1e-9):
+                problems.append(
+                    f"released PD {name} {key} {shown[key]:g} is not the estimate whose "
+                    f"influence was read ({expected:g})"
+                )
+    return judged, result, problems
+
+
+# --- The table --------------------------------------------------------------------------------
+
+
+def release_checks(
+    released: Fingerprint | str,
+    study: StudyEvents,
+    *,
+    pk: PopulationFit | None,
+    privacy: PrivacyReport,
+    pd_fits: dict | None = None,
+    min_arm_patients: int = 3,
+    min_category_patients: int = 3,
+    claims: bool = True,
+) -> pd.DataFrame:
+    """Judge a released fingerprint against its source study: checks P1-P5.
+
+    Parameters
+    ----------
+    released : Fingerprint or str
+        The release: its JSON text, as it would leave the secure environment (a Fingerprint
+        is first written to JSON and read back).
+    study : StudyEvents
+        The source study.
+    pk : PopulationFit or None
+        The PK fit whose influence was read (the kept patients' fit); None for a study
+        without one, whose release must then hold no PK estimate.
+    privacy : PrivacyReport
+        The influence readings and the patients left out.
+    pd_fits : dict, optional
+        The PD fits whose influence was read, by endpoint (:class:`synpmx_lite.pmx.pd.PdFit`);
+        a release holding a PD model not among them fails P5.
+    min_arm_patients, min_category_patients : int, default 3
+        The thresholds of protection 3 the release was built with; the checks apply each, or
+        :data:`SMALLEST_THRESHOLD` where it is lower.
+    claims : bool, default True
+        Whether to hold the release to the verdicts it carries for P4 and P5 (False while the
+        release is being built, before it carries any).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per check with columns ``check``, ``question``, ``verdict`` (pass, review or
+        FAIL) and ``result``: ``none`` or what failed for P1-P3, ``smallest group k`` (and
+        what failed) for P4, and for P5 the largest move with the estimate's name, how many
+        were left out and which fit, if any, is not to be trusted (and why).
+
+    Raises
+    ------
+    TypeError
+        ``released`` is neither a Fingerprint nor text, or another argument has the wrong type.
+    ValueError
+        ``released`` is not JSON, or its JSON is not an object.
+    """
+    parsed, repeated = _read(released)
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if pk is not None and not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit or None, got {type(pk).__name__}")
+    if not isinstance(privacy, PrivacyReport):
+        raise TypeError(f"privacy must be a PrivacyReport, got {type(privacy).__name__}")
+    if not isinstance(claims, bool):
+        raise TypeError(f"claims must be a bool, got {claims!r}")
+    pd_fits = {} if pd_fits is None else pd_fits
+    if not isinstance(pd_fits, dict) or not all(isinstance(m, PdFit) for m in pd_fits.values()):
+        raise TypeError("pd_fits must be a dict of PdFit by endpoint")
+    min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
+    min_category_patients = check_count(min_category_patients, "min_category_patients")
+    source = _Source(
+        study,
+        max(min_arm_patients, SMALLEST_THRESHOLD),
+        max(min_category_patients, SMALLEST_THRESHOLD),
+        privacy.left_out.ids,
+    )
+    # P1 and P2 judge the text as written; P3 and P4 judge what a reader takes from it, and
+    # a reader takes "73.4" for the weight it spells.
+    as_read = _numbers_as_read(parsed)
+    p4_problems, smallest = _p4(as_read, source)
+    p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
+    p4_verdict = "FAIL" if p4_problems else "pass"
+    if claims:
+        stated = _mapping(parsed.get("checks"))
+        for check, found in (("P4", p4_verdict), ("P5", p5_verdict)):
+            if stated.get(check) != found:
+                (p4_problems if check == "P4" else p5_problems).append(
+                    f"the release states {check} {stated.get(check)!r}, the check finds {found!r}"
+                )
+    smallest_text = f"smallest group {smallest}" if math.isfinite(smallest) else "no group"
+    rows = [
+        (
+            "P1",
+            release_problems(parsed)
+            + [f"the JSON repeats key {key!r} in one object" for key in repeated],
+            "none",
+        ),
+        ("P2", _p2(parsed, source), "none"),
+        ("P3", _p3(as_read, source), "none"),
+        ("P4", p4_problems, smallest_text),
+    ]
+    table = []
+    for check, problems, passed in rows:
+        result = "; ".join(problems) if problems else passed
+        if check == "P4" and problems:
+            result = f"{smallest_text}; {result}"
+        table.append(
+            {
+                "check": check,
+                "question": CHECK_QUESTIONS[check],
+                "verdict": "FAIL" if problems else "pass",
+                "result": result,
+            }
+        )
+    table.append(
+        {
+            "check": "P5",
+            "question": CHECK_QUESTIONS["P5"],
+            "verdict": "FAIL" if p5_problems else p5_verdict,
+            "result": "; ".join([p5_result, *p5_problems]),
+        }
+    )
+    return pd.DataFrame(table, columns=["check", "question", "verdict", "result"])

@@ -1,0 +1,831 @@
+r"""The model generator's estimation and its fingerprint: what is fitted, and what is released.
+
+:func:`synpmx_model_estimate` fits the population PK model and the model of each continuous PD
+endpoint to a study, in rounds that leave out the patients who move a released estimate too
+far (:mod:`synpmx_lite.generator.influence`).
+:func:`model_fingerprint` builds from that fit, through the allowlist of
+:mod:`synpmx_lite.generator.release`, everything that is released, applying the rules of
+:mod:`synpmx_lite.generator.protections`; :func:`model_privacy_checks` hands the released JSON and
+the source study to the independent checks of :mod:`synpmx_lite.generator.checks`.
+
+The protections, as the R generator states them, with where this engine is stricter:
+
+1. No patient record leaves the study: the fingerprint holds only the allowlisted
+   population- and arm-level fields (:data:`synpmx_lite.generator.release.FINGERPRINT_FIELDS`).
+   Arms are released under the engine's own labels (``arm 1``, ...), and a study whose identifiers
+   could be taken for one of the engine's labels is refused.
+2. No single patient's value is used: the LOQ is half the lowest value at least
+   ``min_arm_patients`` patients reached, rounded down to 1, 2 or 5 times a power of ten (and
+   further down where one or two patients' lowest values equal it); the reference weight is
+   the median at one significant figure, withheld where one or two patients' weights equal it;
+   planned doses where patients' doses differ are the arm mean at two figures, and dose times,
+   durations and visit times are medians at two figures (a visit with a nominal time: that
+   time), each moved to the nearest value on its grid that no patient, or at least
+   ``min_arm_patients``, hold (:func:`synpmx_lite.generator.protections.protected_value`).
+3. At least ``min_arm_patients`` patients behind every frequency, on both sides: arms, visits,
+   endpoints and planned doses are kept only where that many reached them; the released
+   cohort is the patients of the kept arms, so that the cohort size is the sum of the arm
+   sizes and no subtraction gives a dropped arm; an attendance rate is set to 1 where fewer
+   than that many missed a visit and to 0 where fewer attended one, each scheduled visit
+   counted once per patient; a dose-change rate is set to 0 where fewer changed their dose
+   and to 1 where fewer kept it; a category level held by fewer than
+   ``min_category_patients`` is folded into the most common level, and a covariate left with
+   fewer than two levels is withheld; the same for the levels of a yes/no or graded endpoint
+   (observed in fewer patients), pooled over visits; a keep column's value on an arm is
+   written as missing where fewer than ``min_arm_patients`` of the arm's patients hold it.
+   Category frequencies count the released cohort, left-out patients included, so that no
+   pair of released counts differs by the left-out group.
+4. Covariate summaries without their extremes: mean and SD on the log scale after setting
+   aside the highest and lowest 5 % of patients (at least one each side), the SD divided by
+   the SD of a normal truncated at the same quantiles; withheld unless at least
+   ``min_arm_patients`` kept patients remain once the extremes are set aside.
+5. One significant figure for PK and PD estimates, two for covariate summaries and shares.
+6. Influence: how far leaving out each patient moves each released estimate (see
+   :func:`synpmx_lite.generator.influence.influence_moves`, and for the PD models, read from exact
+   leave-one-out refits with the second bar on shape parameters,
+   :func:`synpmx_lite.generator.influence.pd_influence_moves`), with rounds that leave out the
+   patients who move one by 15 or more from every model's estimate, while they number at most a
+   tenth of the cohort (so nobody below 10 patients).
+
+References
+----------
+Hundepool A, Domingo-Ferrer J, Franconi L, et al. Statistical Disclosure Control. Wiley; 2012.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_count, check_real
+from ..pmx.pd import PdFit, fit_pd_endpoint, pd_endpoints, pd_loo_refits
+from ..pmx.population import FitWarning, PopulationFit, fit_population
+from ..pmx.study import DATASETS, PmxRoles, StudyEvents, load_dataset, prepare_study
+from ..rounding import round_significant
+from .checks import _untrusted_fits, release_checks
+from .influence import (
+    MAX_LEFT_OUT_SHARE,
+    LeftOut,
+    PrivacyReport,
+    influence_moves,
+    influence_table,
+    pd_influence_moves,
+)
+from .protections import (
+    folded_counts,
+    identifier_like,
+    loq_floor,
+    numeric_code,
+    protected_value,
+    share_two_sided,
+    trimmed_core_size,
+    trimmed_log_summary,
+)
+from .release import Fingerprint, arm_label, engine_label_clashes
+
+__all__ = [
+    "ModelFit",
+    "model_fingerprint",
+    "model_privacy_checks",
+    "privacy_checks_across_studies",
+    "synpmx_model_estimate",
+]
+
+
+def _round(value: float, figures: int) -> float:
+    return float(round_significant(float(value), figures))
+
+
+# --- The fit ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """What :func:`synpmx_model_estimate` returns: stays in the secure environment.
+
+    Attributes
+    ----------
+    study : StudyEvents
+        The source study, every patient (dosing, visit and arm summaries read all of them).
+    kept : numpy.ndarray
+        True for the patients behind the PK fit and covariate summaries.
+    pk : PopulationFit or None
+        The population PK fit on the kept patients (None for a study without one).
+    pd : dict
+        The population model of each continuous PD endpoint (:class:`synpmx_lite.pmx.pd.PdFit`)
+        on the kept patients, by endpoint.
+    privacy : PrivacyReport
+        Influence readings and the patients left out.
+    seed : int
+        The default seed of :func:`synpmx_lite.generator.generate.synpmx_model_generate`.
+    min_arm_patients, min_category_patients : int
+        The thresholds of protection 3.
+    """
+
+    study: StudyEvents
+    kept: np.ndarray
+    pk: PopulationFit | None
+    pd: dict[str, PdFit]
+    privacy: PrivacyReport
+    seed: int
+    min_arm_patients: int
+    min_category_patients: int
+
+    @property
+    def n_source(self) -> int:
+        """Patients in the source study."""
+        return self.study.n_patients
+
+    @property
+    def roles(self) -> PmxRoles:
+        """The study's roles."""
+        return self.study.roles
+
+    @property
+    def continuous(self) -> list[str]:
+        """The continuous covariates: numeric ones not declared categorical, except codes
+        (:func:`synpmx_lite.generator.protections.numeric_code`), which are released as
+        categories."""
+        return _continuous(self.roles, self.study.covariates)
+
+    @property
+    def categorical(self) -> list[str]:
+        """The categorical covariates."""
+        return [c for c in self.roles.covariates if c not in self.continuous]
+
+    def __str__(self) -> str:
+        largest = self.privacy.largest
+        models = "".join(f"\n{model}" for model in self.pd.values())
+        return (
+            f"{self.pk or 'no PK model'}{models}\n{self.n_source} patients, "
+            f"{self.privacy.left_out.patients} left out "
+            f"in {self.privacy.left_out.rounds} round(s); largest move: {largest['estimate']}, "
+            f"{largest['largest']:.3g} {largest['scale']} ({largest['verdict']})"
+        )
+
+
+def _continuous(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Numeric covariates not declared categorical, less the codes (released as categories)."""
+    return [
+        c
+        for c in roles.covariates
+        if c not in roles.categorical
+        and pd.api.types.is_numeric_dtype(covariates[c])
+        and not numeric_code(covariates[c].to_numpy(dtype=float))
+    ]
+
+
+def _refuse_identifiers(study: StudyEvents) -> None:
+    """Refuse a study that would put an identifier in the release or a synthetic dataset."""
+    clashes = engine_label_clashes(study.ids)
+    if clashes:
+        raise ValueError(
+            f"data has subject IDs that read like the engine's own labels ({clashes[:3]}): "
+            "'syn-...' is reserved for synthetic patients and 'arm <number>' for released "
+            "arms; rename them"
+        )
+    roles, covariates = study.roles, study.covariates
+    categorical = [c for c in roles.covariates if c not in _continuous(roles, covariates)]
+    columns = {name: covariates[name] for name in categorical}
+    if roles.arm:
+        columns[roles.arm] = study.arms
+    for name, levels in columns.items():
+        if identifier_like(levels):
+            raise ValueError(
+                f"column {name!r} has {levels.nunique()} levels for {study.n_patients} "
+                "patients: it identifies patients (or is continuous) and cannot be released "
+                "as a category or arm; leave it out of the roles"
+            )
+
+
+def synpmx_model_estimate(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    *,
+    seed: int = 1,
+    drop_influential: bool = True,
+    error: str | None = None,
+    min_arm_patients: int = 3,
+    min_category_patients: int = 3,
+    review: float = 15.0,
+    fail: float = 30.0,
+) -> ModelFit:
+    """Fit the population PK and PD models and read each patient's influence, in rounds.
+
+    Each round fits the PK model (FOCE-I, :func:`synpmx_lite.pmx.population.fit_population`) and
+    the model of each continuous PD endpoint (:func:`synpmx_lite.pmx.pd.fit_pd_endpoint`) to the
+    patients kept so far, and reads how far each patient moves each released estimate
+    (:func:`synpmx_lite.generator.influence.influence_moves` for the PK model and the covariates,
+    leave-one-out refits and :func:`synpmx_lite.generator.influence.pd_influence_moves` for the PD
+    models, whose shape parameters must also clear the second bar). With
+    ``drop_influential``, the patients who move any estimate by ``review`` or more are left
+    out of every estimate (PK fit, every PD fit and continuous covariate summaries; they stay
+    in the dosing, visit, arm and category summaries) and the next round runs; rounds stop
+    when nobody is flagged, or when leaving out the newly flagged would take the patients left
+    out past a tenth of the cohort, in which case those patients stay in and the checks report
+    their move. Below 10 patients nobody can be left out.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The event table.
+    roles : PmxRoles
+        Its roles (:func:`synpmx_lite.pmx.study.pmx_roles`), with the PK model to fit.
+    seed : int, default 1
+        The estimation is deterministic; the seed is stored as the default seed of
+        :func:`synpmx_lite.generator.generate.synpmx_model_generate`.
+    drop_influential : bool, default True
+        Whether to leave influential patients out; False keeps everyone.
+    error : str, optional
+        Residual error model (see :func:`synpmx_lite.pmx.population.fit_population`).
+    min_arm_patients, min_category_patients : int, default 3
+        Thresholds of protection 3.
+    review, fail : float, default 15 and 30
+        Move at which an estimate is flagged for review, and fails.
+
+    Returns
+    -------
+    ModelFit
+        The fit, with ``n_source`` and ``privacy.left_out``.
+
+    Raises
+    ------
+    ValueError
+        Besides bad arguments and data (see :func:`synpmx_lite.pmx.study.prepare_study`): subject
+        IDs that read like the engine's labels (``syn-...``, ``arm 1``), or a categorical
+        covariate or arm column with about as many levels as patients (an identifier).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    if not isinstance(drop_influential, bool):
+        raise TypeError(f"drop_influential must be a bool, got {drop_influential!r}")
+    min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
+    min_category_patients = check_count(min_category_patients, "min_category_patients")
+    review = check_real(review, "review", low=0, low_open=True)
+    fail = check_real(fail, "fail", low=review)
+    study = prepare_study(data, roles)
+    _refuse_identifiers(study)
+    kept, last, history = _influence_rounds(
+        study, error, drop_influential, min_arm_patients=min_arm_patients, review=review, fail=fail
+    )
+    return ModelFit(
+        study=study,
+        kept=kept,
+        pk=last.pk,
+        pd=last.pd,
+        privacy=_privacy_report(study, kept, last, history, review, fail),
+        seed=int(seed),
+        min_arm_patients=min_arm_patients,
+        min_category_patients=min_category_patients,
+    )
+
+
+@dataclass(frozen=True)
+class _Round:
+    """One round's fits on the patients kept so far, their moves of every estimate, and how
+    many leave-one-out refits did not converge, by PD endpoint (those with any)."""
+
+    pk: PopulationFit | None
+    pd: dict[str, PdFit]
+    moves: pd.DataFrame
+    unconverged_refits: dict[str, int]
+
+
+def _influence_rounds(
+    study: StudyEvents,
+    error: str | None,
+    drop_influential: bool,
+    *,
+    min_arm_patients: int,
+    review: float,
+    fail: float,
+) -> tuple[np.ndarray, _Round, list[dict]]:
+    """The patients kept, the last round and a record of each round: rounds run while they
+    flag patients, unless ``drop_influential`` is False or the flagged would take the patients
+    left out past a tenth of the cohort."""
+    n = study.n_patients
+    kept = np.ones(n, dtype=bool)
+    continuous = _continuous(study.roles, study.covariates)
+    history = []
+    while True:
+        last = _influence_round(
+            study.subset(kept), study.pk_endpoint, continuous, error, min_arm_patients, review, fail
+        )
+        flagged = last.moves.index[(last.moves >= review).any(axis=1).to_numpy()]
+        history.append(
+            {
+                "round": len(history) + 1,
+                "patients": int(kept.sum()),
+                "flagged": len(flagged),
+                "largest": float(last.moves.to_numpy().max()),
+                "estimate": last.moves.max(axis=0).idxmax(),
+            }
+        )
+        left_out = n - int(kept.sum())
+        too_many = left_out + len(flagged) > MAX_LEFT_OUT_SHARE * n
+        if not drop_influential or len(flagged) == 0 or too_many:
+            return kept, last, history
+        kept &= ~pd.Index(study.ids).isin(flagged)
+
+
+def _influence_round(
+    subset: StudyEvents,
+    pk_label: str | None,
+    continuous: list[str],
+    error: str | None,
+    min_arm_patients: int,
+    review: float,
+    fail: float,
+) -> _Round:
+    """The PK and PD fits on ``subset`` and how far each of its patients moves each estimate
+    (PD moves from leave-one-out refits)."""
+    pk = fit_population(subset, error=error) if subset.roles.fit_pk else None
+    moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
+    pd_fits = _fit_pd(subset, min_arm_patients)
+    unconverged_refits = {}
+    for name, model in pd_fits.items():
+        refits = pd_loo_refits(model)
+        pd_moves = pd_influence_moves(model, refits, review=review, fail=fail)
+        moves = moves.join(pd_moves).fillna(0.0)
+        if not refits["converged"].all():
+            unconverged_refits[name] = int((~refits["converged"]).sum())
+    return _Round(pk=pk, pd=pd_fits, moves=moves, unconverged_refits=unconverged_refits)
+
+
+def _privacy_report(
+    study: StudyEvents,
+    kept: np.ndarray,
+    last: _Round,
+    history: list[dict],
+    review: float,
+    fail: float,
+) -> PrivacyReport:
+    """The last round's influence readings, the patients left out and the rounds."""
+    return PrivacyReport(
+        left_out=LeftOut(
+            patients=study.n_patients - int(kept.sum()),
+            ids=tuple(study.ids[~kept]),
+            rounds=len(history),
+        ),
+        influence=influence_table(last.pk, last.moves, review, fail),
+        moves=last.moves,
+        rounds=pd.DataFrame(history),
+        review=review,
+        fail=fail,
+        unconverged_refits=last.unconverged_refits,
+    )
+
+
+def _fit_pd(study: StudyEvents, min_patients: int) -> dict[str, PdFit]:
+    """The model of every continuous PD endpoint that at least ``min_patients`` patients have."""
+    fits = {}
+    for endpoint in pd_endpoints(study):
+        rows = study.observations[study.observations["endpoint"].astype(str) == endpoint]
+        if rows["patient"].nunique() >= max(min_patients, 3):
+            fits[endpoint] = fit_pd_endpoint(study, endpoint)
+    return fits
+
+
+# --- The release ------------------------------------------------------------------------------
+
+
+def _arms_kept(fit: ModelFit) -> list:
+    """The arms with at least ``min_arm_patients`` patients: most patients first, then in order
+    of first appearance."""
+    arms = fit.study.arms
+    sizes = arms.value_counts(sort=False).reindex(pd.unique(arms))
+    order = sorted(range(len(sizes)), key=lambda i: (-sizes.iloc[i], i))
+    return [sizes.index[i] for i in order if sizes.iloc[i] >= fit.min_arm_patients]
+
+
+def _arm_release(fit: ModelFit, arms: list) -> list:
+    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached."""
+    study, threshold = fit.study, fit.min_arm_patients
+    doses = study.doses.copy()
+    doses["arm"] = study.arms.to_numpy()[doses["patient"]]
+    doses["index"] = doses.groupby(["patient", "period"]).cumcount()
+    owners = doses["patient"].to_numpy()
+
+    def protected(center: float, column: str, figures: int, *, positive: bool = False) -> float:
+        return protected_value(
+            center,
+            doses[column].to_numpy(),
+            owners,
+            figures=figures,
+            min_patients=threshold,
+            positive=positive,
+        )
+
+    released = []
+    for position, arm in enumerate(arms):
+        planned = []
+        for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
+            if group["patient"].nunique() < threshold:
+                continue
+            amounts = group["amount"]
+            amount = (
+                float(amounts.iloc[0])
+                if amounts.nunique() == 1
+                else protected(amounts.mean(), "amount", 2, positive=True)
+            )
+            planned.append(
+                {
+                    "period": int(period),
+                    "index": int(index),
+                    "time": protected(group["time"].median(), "time", 2),
+                    "amount": amount,
+                    "duration": protected(group["duration"].median(), "duration", 2),
+                }
+            )
+        released.append(
+            {
+                "arm": arm_label(position),
+                "patients": int((study.arms == arm).sum()),
+                "doses": planned,
+                "keep": _keep_values(fit, arm),
+            }
+        )
+    return released
+
+
+def _keep_values(fit: ModelFit, arm: object) -> dict:
+    """Each keep column's value on an arm: its most common value among the arm's patients,
+    None (missing) where fewer than ``min_arm_patients`` of them hold it."""
+    values = fit.study.covariates.loc[(fit.study.arms == arm).to_numpy(), list(fit.roles.keep)]
+    kept = {}
+    for column in fit.roles.keep:
+        counts = values[column].dropna().value_counts(sort=True)
+        held = len(counts) and counts.iloc[0] >= fit.min_arm_patients
+        kept[column] = _plain(counts.index[0]) if held else None
+    return kept
+
+
+def _dose_change(fit: ModelFit, cohort: np.ndarray) -> float:
+    """The share of the cohort with a dose unlike their previous one in the same period."""
+    doses = fit.study.doses[fit.study.doses["patient"].isin(cohort)]
+    previous = doses.groupby(["patient", "period"])["amount"].shift()
+    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+    return share_two_sided(changed, cohort.size, fit.min_arm_patients)
+
+
+def _endpoint_release(fit: ModelFit, cohort: np.ndarray) -> dict:
+    """Per endpoint at least ``min_arm_patients`` of the cohort have: attendance, visits, LOQ."""
+    study, threshold = fit.study, fit.min_arm_patients
+    released = {}
+    for endpoint, every in study.observations.groupby("endpoint"):
+        rows = every[every["patient"].isin(cohort)]
+        patients = rows["patient"].unique()
+        if patients.size < threshold:
+            continue
+        # Each scheduled visit counts once per patient, however many samples were taken.
+        visits_of = rows.drop_duplicates(["patient", "period", "visit"])
+        reached = visits_of.groupby(["period", "visit"])["patient"].nunique()
+        visits = reached.index[reached >= threshold]
+        scheduled = visits_of[pd.MultiIndex.from_frame(visits_of[["period", "visit"]]).isin(visits)]
+        attended = scheduled.groupby("patient").size().reindex(patients, fill_value=0)
+        missed = int((attended < len(visits)).sum())
+        attended_any = int((attended > 0).sum())
+        attendance = 1.0
+        if missed >= threshold:
+            attendance = (
+                _round(attended.sum() / (patients.size * len(visits)), 2)
+                if attended_any >= threshold
+                else 0.0
+            )
+        times = every["time"].to_numpy(float)
+        owners = every["patient"].to_numpy()
+        if study.roles.nominal_time:
+            times = np.concatenate([times, every["visit"].to_numpy(float)])
+            owners = np.concatenate([owners, every["patient"].to_numpy()])
+        visit_times = []
+        for (period, visit), group in scheduled.groupby(["period", "visit"]):
+            # A nominal time is the protocol's; otherwise the median of the patients' times.
+            center = visit if study.roles.nominal_time else group["time"].median()
+            time = protected_value(center, times, owners, figures=2, min_patients=threshold)
+            visit_times.append([int(period), time])
+        values = every["dv"].to_numpy()
+        if study.roles.log_dv and endpoint == study.pk_endpoint:
+            values = np.exp(values)
+        positive = every.assign(value=values)[values > 0]
+        lowest = positive.groupby("patient")["value"].min().to_numpy()
+        loq = loq_floor(lowest, min_patients=threshold) if lowest.size >= threshold else None
+        released[str(endpoint)] = {
+            "attendance": float(attendance),
+            "visits": visit_times,
+            "loq": loq,
+        }
+    return released
+
+
+def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, float | None]:
+    """Continuous summaries of the kept patients, category frequencies of the cohort, and the
+    reference weight."""
+    study, threshold = fit.study, fit.min_arm_patients
+    kept = study.covariates[fit.kept]
+    every = np.arange(study.n_patients)
+    continuous = {}
+    if trimmed_core_size(len(kept)) >= threshold:
+        for name in fit.continuous:
+            meanlog, sdlog = trimmed_log_summary(kept[name].to_numpy(dtype=float))
+            continuous[name] = {
+                "geometric_mean": protected_value(
+                    math.exp(meanlog),
+                    study.covariates[name].to_numpy(dtype=float),
+                    every,
+                    figures=2,
+                    min_patients=threshold,
+                    positive=True,
+                ),
+                "sdlog": _round(sdlog, 2),
+            }
+    categories = {}
+    for name in fit.categorical:
+        counts = folded_counts(study.covariates[name].iloc[cohort], fit.min_category_patients)
+        if len(counts):
+            categories[name] = [
+                [_plain(level), _round(c / counts.sum(), 2)] for level, c in counts.items()
+            ]
+    reference = None
+    weight = fit.roles.weight
+    if weight:
+        median = _round(kept[weight].median(), 1)
+        weights = round_significant(study.covariates[weight].to_numpy(dtype=float), 1)
+        holders = int(np.isclose(weights, median, rtol=1e-9, atol=0).sum())
+        reference = None if 0 < holders < threshold else median
+    return continuous, categories, reference
+
+
+def _pd_release(fit: ModelFit, endpoints: dict) -> dict:
+    """Each PD model of a released endpoint, every estimate at one significant figure."""
+    return {
+        name: {
+            "shape": model.shape,
+            "baseline": _round(model.baseline, 1),
+            "baseline_sd": _round(model.baseline_sd, 1),
+            "parameters": {k: _round(v, 1) for k, v in model.parameters.items()},
+            "residual": _round(model.residual, 1),
+        }
+        for name, model in fit.pd.items()
+        if name in endpoints
+    }
+
+
+def _graded_release(fit: ModelFit, cohort: np.ndarray, endpoints: dict) -> dict:
+    """Level frequencies of each yes/no or graded endpoint, pooled over visits, over the cohort.
+
+    A level observed in fewer than ``min_category_patients`` patients is folded into the most
+    common level; an endpoint left with fewer than two levels is withheld.
+    """
+    observations = fit.study.observations
+    released = {}
+    for name in fit.roles.graded:
+        if name not in endpoints:
+            continue
+        rows = observations[
+            (observations["endpoint"].astype(str) == name) & observations["patient"].isin(cohort)
+        ]
+        counts = rows["dv"].value_counts(sort=True)
+        holders = rows.groupby("dv")["patient"].nunique().reindex(counts.index)
+        keep = (holders >= fit.min_category_patients).to_numpy()
+        if keep.sum() < 2:
+            continue
+        folded = counts[keep].copy()
+        folded.iloc[0] += counts[~keep].sum()
+        total = folded.sum()
+        released[name] = [[_level(level), _round(c / total, 2)] for level, c in folded.items()]
+    return released
+
+
+def _level(value: float) -> int | float:
+    """A numeric level as JSON shows it best: an integer where it is one."""
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
+def _plain(level: object) -> object:
+    """A level as a JSON-native value (numpy scalars become Python ones)."""
+    return level.item() if isinstance(level, np.generic) else level
+
+
+def model_fingerprint(fit: ModelFit) -> Fingerprint:
+    """Build the fingerprint of a fit: the allowlisted population- and arm-level fields.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        A fit from :func:`synpmx_model_estimate`.
+
+    Returns
+    -------
+    Fingerprint
+        Everything released, with the verdicts of P4 and P5 as the independent checks
+        (:func:`synpmx_lite.generator.checks.release_checks`) find them on its JSON; ``str()``
+        prints it readably, :meth:`~synpmx_lite.generator.release.Fingerprint.to_json` serializes
+        it.
+
+    Raises
+    ------
+    ValueError
+        No arm has ``min_arm_patients`` patients: there is no cohort to release.
+    """
+    if not isinstance(fit, ModelFit):
+        raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
+    arms = _arms_kept(fit)
+    if not arms:
+        raise ValueError(
+            f"no arm has {fit.min_arm_patients} patients (min_arm_patients): nothing can be "
+            "released"
+        )
+    cohort = np.flatnonzero(fit.study.arms.isin(arms).to_numpy())
+    pk = fit.pk
+    continuous, categories, reference = _covariate_release(fit, cohort)
+    pk_fields = {
+        "model": dataclasses.asdict(pk.model) if pk else None,
+        "pk_endpoint": fit.study.pk_endpoint,
+        "log_dv": fit.roles.log_dv,
+        "error": pk.error if pk else None,
+        "typical": {k: _round(v, 1) for k, v in pk.typical.items()} if pk else {},
+        "omega": {k: _round(v, 1) for k, v in pk.omega.items()} if pk else {},
+        "residual": {k: _round(v, 1) for k, v in pk.residual.items()} if pk else {},
+    }
+    endpoints = _endpoint_release(fit, cohort)
+    draft = Fingerprint(
+        cohort_size=int(cohort.size),
+        **pk_fields,
+        pd=_pd_release(fit, endpoints),
+        graded=_graded_release(fit, cohort, endpoints),
+        covariates=continuous,
+        categories=categories,
+        reference_weight=reference,
+        arms=_arm_release(fit, arms),
+        dose_change_rate=_dose_change(fit, cohort),
+        endpoints=endpoints,
+        checks={"P4": "pass", "P5": "pass"},
+    )
+    verdicts = _checks(fit, draft, claims=False).set_index("check")["verdict"]
+    return dataclasses.replace(draft, checks={"P4": verdicts["P4"], "P5": verdicts["P5"]})
+
+
+# --- The checks on a fit ----------------------------------------------------------------------
+
+
+def _checks(fit: ModelFit, released: Fingerprint | str, *, claims: bool) -> pd.DataFrame:
+    return release_checks(
+        released,
+        fit.study,
+        pk=fit.pk,
+        pd_fits=fit.pd,
+        privacy=fit.privacy,
+        min_arm_patients=fit.min_arm_patients,
+        min_category_patients=fit.min_category_patients,
+        claims=claims,
+    )
+
+
+def model_privacy_checks(
+    fit: ModelFit, *, released: Fingerprint | str | None = None
+) -> pd.DataFrame:
+    """Verify the protections on a fit's release: checks P1-P5.
+
+    The checks read the release as it would leave (its JSON) and judge it against the source
+    study, in code of their own (:func:`synpmx_lite.generator.checks.release_checks`): they would
+    catch a faulty builder as surely as a hand-edited file.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        A fit from :func:`synpmx_model_estimate`.
+    released : Fingerprint or str, optional
+        The fingerprint to check, or its JSON text. Default: the JSON of
+        ``model_fingerprint(fit)``. Passing an edited one shows what the checks catch.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per check with columns ``check``, ``question``, ``verdict`` (pass, review or
+        FAIL) and ``result``: ``none`` or what failed for P1-P3, ``smallest group k`` for P4,
+        and for P5 the largest move with the estimate's name, how many were left out, and
+        which fit, if any, is not to be trusted (and why).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``fit`` is not a ModelFit; ``released`` is neither a Fingerprint nor the JSON text of
+        an object.
+    """
+    if not isinstance(fit, ModelFit):
+        raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
+    if released is None:
+        released = model_fingerprint(fit).to_json()
+    return _checks(fit, released, claims=True)
+
+
+def _free_frequencies(fingerprint: Fingerprint) -> int:
+    """Released frequencies free to vary: levels less one per covariate and per graded
+    endpoint, arms less one, attendance rates below 1 and a dose-change rate strictly between
+    0 and 1."""
+    levels = sum(len(pairs) - 1 for pairs in fingerprint.categories.values())
+    levels += sum(len(pairs) - 1 for pairs in fingerprint.graded.values())
+    arms = max(len(fingerprint.arms) - 1, 0)
+    attendance = sum(e["attendance"] < 1 for e in fingerprint.endpoints.values())
+    return levels + arms + attendance + int(0 < fingerprint.dose_change_rate < 1)
+
+
+def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
+    """ "converged", or what makes the PK fit or the fit of a released PD model untrustworthy
+    (the fits whose readings P5 judges): the PK fit's diagnostics as it reports them."""
+    found = _untrusted_fits(fit.pk, fit.pd, fit.privacy, fingerprint.pd)
+    reported = fit.pk is not None and fit.pk.diagnostics
+    return (
+        "; ".join(why if what == "PK" and reported else f"{what} {why}" for what, why in found)
+        or "converged"
+    )
+
+
+def privacy_checks_across_studies(
+    names: list[str] | tuple[str, ...] | None = None, *, seed: int = 1, return_fits: bool = False
+) -> pd.DataFrame | tuple[pd.DataFrame, dict[str, ModelFit]]:
+    """Fit each shipped study, and tabulate its checks and what its fingerprint releases.
+
+    Parameters
+    ----------
+    names : list or tuple of str, optional
+        Studies to fit (keys of :data:`synpmx_lite.pmx.study.DATASETS`), each once; default all
+        of them.
+    seed : int, default 1
+        Passed to :func:`synpmx_model_estimate`.
+    return_fits : bool, default False
+        Whether to return each study's fit as well, to read more of it than the table
+        summarises without fitting again.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per study: ``study``, ``patients``, ``left_out`` (for moving an estimate by 15
+        or more), the verdicts ``P1``-``P5``, ``largest`` (the largest move among the
+        patients kept, with the estimate's name), and for membership inference
+        ``random_effects`` (between-subject variances released, PK and PD), ``pd_models``
+        (each PD endpoint's chosen shape), ``attendance_below_1``
+        (attendance rates released below 1) and ``free_frequencies`` (category levels less
+        one per covariate and per graded endpoint, arms less one, attendance rates below 1
+        and dose-change rates strictly between 0 and 1), and ``fit``: "converged", or the
+        diagnostics of the PK fit or of a released PD model's fit (or its leave-one-out
+        refits) that is not to be trusted, which P5 does not pass
+        (:class:`synpmx_lite.pmx.population.FitWarning` is not raised here; this column carries
+        it).
+    fits : dict of str to ModelFit
+        Only with ``return_fits``: each study's fit, by name, in the table's order; the one
+        its row was read from, so its ``fit`` column says whether it can be trusted.
+    """
+    if names is None:
+        names = list(DATASETS)
+    elif isinstance(names, list | tuple):
+        names = list(names)
+    else:
+        raise TypeError(f"names must be a list or tuple of study names, got {names!r}")
+    unknown = sorted({str(name) for name in names} - set(DATASETS))
+    if unknown:
+        raise ValueError(f"names must be among {sorted(DATASETS)}, got {unknown}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # a row per study, and a fit per name
+        raise ValueError(f"names must name each study once, got {repeated} more than once")
+    if not isinstance(return_fits, bool):
+        raise TypeError(f"return_fits must be a bool, got {return_fits!r}")
+    rows, fits = [], {}
+    for name in names:
+        # A fit that cannot be trusted is reported in the ``fit`` column, not as a warning
+        # whose text (with this machine's paths) would leak into the book's output.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            fit = fits[name] = synpmx_model_estimate(*load_dataset(name), seed=seed)
+        fingerprint = model_fingerprint(fit)
+        checks = model_privacy_checks(fit, released=fingerprint.to_json()).set_index("check")
+        largest = fit.privacy.largest
+        rows.append(
+            {
+                "study": name,
+                "patients": fit.n_source,
+                "left_out": fit.privacy.left_out.patients,
+                **checks["verdict"].to_dict(),
+                "largest": f"{largest['estimate']}, {largest['largest']:.3g} {largest['scale']}",
+                "random_effects": len(fingerprint.omega) + len(fingerprint.pd),
+                "pd_models": ", ".join(
+                    f"{name}: {model['shape']}" for name, model in fingerprint.pd.items()
+                )
+                or "none",
+                "attendance_below_1": sum(
+                    e["attendance"] < 1 for e in fingerprint.endpoints.values()
+                ),
+                "free_frequencies": _free_frequencies(fingerprint),
+                "fit": _fit_status(fit, fingerprint),
+            }
+        )
+    table = pd.DataFrame(rows)
+    return (table, fits) if return_fits else table

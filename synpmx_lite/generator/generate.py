@@ -1,0 +1,332 @@
+"""Synthetic PK data simulated from a fingerprint and random numbers alone.
+
+:func:`synpmx_model_generate` reads nothing but a :class:`synpmx_lite.generator.release.Fingerprint`
+(a fit is first reduced to its fingerprint), so the synthetic data discloses nothing the
+fingerprint does not. Each synthetic patient gets:
+
+* a new identifier ``"syn-0001"``, ``"syn-0002"``, ...
+  (:func:`synpmx_lite.generator.release.synthetic_id`):
+  the estimation refuses a study with an identifier that reads like one, so a synthetic
+  patient can never carry a source identifier;
+* an arm (its released label, ``arm 1``, ...), drawn in proportion to the released arm sizes,
+  its planned doses and its keep columns' values (missing where withheld); a share
+  ``dose_change_rate`` of patients have their dose halved from a random dose on;
+* covariates: continuous ones log-normal with the released trimmed mean and SD, categorical
+  ones from the released level frequencies (a folded level can never appear);
+* random effects from the released omega, individual parameters
+  ``typical * exp(eta)``, and concentrations of the released model at the released visits;
+* missed visits: each visit after a dose of its period attended with the endpoint's
+  attendance rate (at least one kept);
+* residual error of the released model; a value below the released LOQ is reported as 0;
+* for each yes/no or graded endpoint, levels drawn at its released visits with the released
+  frequencies;
+* for each released PD model, observations at that endpoint's released visits (attended with
+  its attendance rate, as the PK visits): a baseline drawn around the released one with the
+  released between-subject SD, times the released shape at the time since the patient's
+  first dose of the period, plus additive residual error.
+
+Random numbers are drawn in a fixed order that depends on the fingerprint's content alone
+(covariates by name), not on the order its fields were written or read in, so a fingerprint
+and the one read back from its JSON give the same data for the same seed.
+
+Endpoints with neither a PK nor a PD model are not simulated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_rng
+from ..pmx.pd import pd_response
+from ..pmx.pk import predict_concentrations
+from ..rounding import round_significant
+from .estimate import ModelFit, model_fingerprint
+from .release import Fingerprint, synthetic_id
+
+__all__ = ["synpmx_model_generate"]
+
+_COLUMNS = ("id", "time", "amt", "dv", "evid", "mdv", "rate", "dvid", "nominal_time", "arm")
+
+
+def _column_names(fit: ModelFit | None) -> dict[str, str]:
+    """Output columns and their names: the source's (from its roles) for a fit."""
+    if fit is None:
+        return {c: c for c in _COLUMNS}
+    names: dict[str, str] = {}
+    for column in _COLUMNS:
+        name = getattr(fit.roles, column)
+        # One source column may play two roles (warfarin's time is its nominal time).
+        if name is not None and name not in names.values():
+            names[column] = name
+    return names
+
+
+def _draw_covariates(fingerprint: Fingerprint, n: int, rng: np.random.Generator) -> dict:
+    drawn = {}
+    for name, summary in sorted(fingerprint.covariates.items()):
+        log_mean = np.log(summary["geometric_mean"])
+        values = np.exp(log_mean + summary["sdlog"] * rng.standard_normal(n))
+        drawn[name] = round_significant(values, 3)
+    for name, levels in sorted(fingerprint.categories.items()):
+        frequency = np.array([f for _, f in levels], dtype=float)
+        index = rng.choice(len(levels), size=n, p=frequency / frequency.sum())
+        drawn[name] = np.array([level for level, _ in levels], dtype=object)[index]
+    return drawn
+
+
+def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator):
+    """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied."""
+    arms = fingerprint.arms
+    width = max(len(arm["doses"]) for arm in arms)
+    fields = ("time", "amount", "duration", "period")
+    planned = np.zeros((len(arms), 4, width))
+    for a, arm in enumerate(arms):
+        for k, dose in enumerate(arm["doses"]):
+            planned[a, :, k] = [dose[f] for f in fields]
+    time, amount, duration, period = (planned[arm_of, i] for i in range(4))
+    count = np.array([len(arm["doses"]) for arm in arms])[arm_of]
+    changed = rng.random(arm_of.size) < fingerprint.dose_change_rate
+    start = np.floor(rng.random(arm_of.size) * count).astype(int)
+    halve = changed[:, None] & (np.arange(width)[None, :] >= start[:, None])
+    amount = np.where(halve, amount / 2, amount)
+    return time, amount, duration, period.astype(int)
+
+
+def _attendance(dosed: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Visits attended: each open visit with probability ``rate``, at least one per patient."""
+    n = dosed.shape[0]
+    draws = rng.random((2, *dosed.shape))
+    attended = dosed & (draws[0] < rate)
+    # A patient who missed every visit keeps one of those open to them, drawn at random.
+    first = np.argmax(np.where(dosed, draws[1], -1.0), axis=1)
+    attended[np.arange(n), first] |= ~attended.any(axis=1)
+    return attended
+
+
+def _open_visits(name, fingerprint, n, dose_time, dose_amount, dose_period, rng):
+    """An endpoint's visit times and periods ``(n, v)``, each patient's first dose of the
+    visit's period, whether it is open (after that dose) and whether it was attended."""
+    endpoint = fingerprint.endpoints[name]
+    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
+    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
+    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
+    in_period = (dose_period[:, :, None] == periods[:, None, :]) & (dose_amount[:, :, None] > 0)
+    first_dose = np.where(in_period, dose_time[:, :, None], np.inf).min(axis=1)
+    dosed = np.isfinite(first_dose) & (first_dose <= times)
+    attended = _attendance(dosed, endpoint["attendance"], rng)
+    return times, periods, first_dose, dosed, attended
+
+
+def _observation_rows(
+    name: str,
+    ids: np.ndarray,
+    periods: np.ndarray,
+    times: np.ndarray,
+    values: np.ndarray,
+    attended: np.ndarray,
+) -> pd.DataFrame:
+    """Event rows of one endpoint's observations at the (patient, visit) cells attended."""
+    patient, visit = np.nonzero(attended)
+    return pd.DataFrame(
+        {
+            "id": ids[patient],
+            "period": periods[patient, visit],
+            "time": times[patient, visit],
+            "amt": 0.0,
+            "dv": values[patient, visit],
+            "evid": 0,
+            "rate": 0.0,
+            "patient": patient,
+            "dvid": name,
+        }
+    )
+
+
+def _graded_observations(
+    name: str,
+    levels: list,
+    fingerprint: Fingerprint,
+    ids: np.ndarray,
+    dose_time: np.ndarray,
+    dose_amount: np.ndarray,
+    dose_period: np.ndarray,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Synthetic observations of a yes/no or graded endpoint: levels drawn at its visits with
+    the released frequencies (a folded level can never appear)."""
+    if not fingerprint.endpoints[name]["visits"]:
+        return pd.DataFrame()
+    times, periods, _, _, attended = _open_visits(
+        name, fingerprint, ids.size, dose_time, dose_amount, dose_period, rng
+    )
+    values = np.array([level for level, _ in levels], dtype=float)
+    frequency = np.array([f for _, f in levels], dtype=float)
+    drawn = values[rng.choice(values.size, size=times.shape, p=frequency / frequency.sum())]
+    return _observation_rows(name, ids, periods, times, drawn, attended)
+
+
+def _pd_observations(
+    name: str,
+    model: dict,
+    fingerprint: Fingerprint,
+    ids: np.ndarray,
+    dose_time: np.ndarray,
+    dose_amount: np.ndarray,
+    dose_period: np.ndarray,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Synthetic observations of one PD endpoint at its released visits."""
+    n = ids.size
+    if not fingerprint.endpoints[name]["visits"]:
+        return pd.DataFrame()
+    times, periods, first_dose, dosed, attended = _open_visits(
+        name, fingerprint, n, dose_time, dose_amount, dose_period, rng
+    )
+    baseline = model["baseline"] + model["baseline_sd"] * rng.standard_normal((n, 1))
+    since = np.where(dosed, times - np.where(dosed, first_dose, 0.0), 0.0)
+    values = baseline * pd_response(model["shape"], model["parameters"], since)
+    values = values + model["residual"] * rng.standard_normal(values.shape)
+    return _observation_rows(name, ids, periods, times, values, attended)
+
+
+def _pk_observations(
+    fingerprint: Fingerprint,
+    theta: np.ndarray,
+    ids: np.ndarray,
+    doses_of: tuple,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """Synthetic observations of the PK endpoint at its released visits."""
+    model = fingerprint.pk_model
+    dose_time, dose_amount, dose_duration, dose_period = doses_of
+    n = ids.size
+    endpoint = fingerprint.endpoints[fingerprint.pk_endpoint]
+    visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
+    if not len(visits):
+        raise ValueError("the fingerprint has no PK visit with enough patients to simulate")
+    times = np.broadcast_to(visits[:, 1], (n, len(visits)))
+    periods = np.broadcast_to(visits[:, 0].astype(int), (n, len(visits)))
+    # A visit can be attended only after a dose of its period (arms differ in periods).
+    dosed = (
+        (dose_period[:, :, None] == periods[:, None, :])
+        & (dose_amount[:, :, None] > 0)
+        & (dose_time[:, :, None] <= times[:, None, :])
+    ).any(axis=1)
+    attended = _attendance(dosed, endpoint["attendance"], rng)
+    f = predict_concentrations(
+        model,
+        theta,
+        dose_time,
+        dose_amount,
+        dose_duration,
+        times,
+        dose_period=dose_period,
+        time_period=periods,
+    )
+    residual = fingerprint.residual
+    sd = np.sqrt(residual.get("additive", 0.0) ** 2 + (residual.get("proportional", 0.0) * f) ** 2)
+    noise = rng.standard_normal(f.shape)
+    if fingerprint.log_dv:
+        dv = np.log(np.maximum(f, 1e-300)) + sd * noise
+    else:
+        dv = f + sd * noise
+        if endpoint["loq"] is not None:
+            dv = np.where(dv < endpoint["loq"], 0.0, dv)
+
+    return _observation_rows(fingerprint.pk_endpoint, ids, periods, times, dv, attended)
+
+
+def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -> pd.DataFrame:
+    """Simulate a synthetic study from a fingerprint alone.
+
+    Parameters
+    ----------
+    fit : ModelFit or Fingerprint
+        A fit (reduced to its fingerprint first) or a fingerprint, e.g. one read back with
+        :meth:`synpmx_lite.generator.release.Fingerprint.from_json`.
+    seed : int, numpy.random.Generator or None
+        Randomness; default the fit's ``seed`` (None for a fingerprint: fresh entropy).
+
+    Returns
+    -------
+    pandas.DataFrame
+        An event table of ``cohort_size`` synthetic patients, one row per dose (``evid`` 1)
+        and per PK or PD observation (``evid`` 0, endpoint in ``dvid``), with covariates.
+        For a fit the columns carry the source's names, so that
+        ``prepare_study(synthetic, fit.roles)`` reads it.
+    """
+    if isinstance(fit, ModelFit):
+        fingerprint, source = model_fingerprint(fit), fit
+        seed = fit.seed if seed is None else seed
+    elif isinstance(fit, Fingerprint):
+        fingerprint, source = fit, None
+    else:
+        raise TypeError(f"fit must be a ModelFit or a Fingerprint, got {type(fit).__name__}")
+    rng = check_rng(seed, "seed")
+    if not fingerprint.arms:
+        raise ValueError("the fingerprint has no arm with enough patients to simulate")
+    n = fingerprint.cohort_size
+    sizes = np.array([arm["patients"] for arm in fingerprint.arms], dtype=float)
+    arm_of = rng.choice(sizes.size, size=n, p=sizes / sizes.sum())
+    covariates = _draw_covariates(fingerprint, n, rng)
+    model = fingerprint.pk_model
+    theta = None
+    if model is not None:
+        omega = np.array([fingerprint.omega[p] for p in model.parameters])
+        typical = np.array([fingerprint.typical[p] for p in model.parameters])
+        theta = typical * np.exp(np.sqrt(omega) * rng.standard_normal((n, omega.size)))
+    dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
+    ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)
+    doses_of = (dose_time, dose_amount, dose_duration, dose_period)
+    observations = (
+        _pk_observations(fingerprint, theta, ids, doses_of, rng)
+        if model is not None
+        else pd.DataFrame()
+    )
+    arm_labels = np.array([arm["arm"] for arm in fingerprint.arms], dtype=object)[arm_of]
+    given = dose_amount > 0
+    given_duration = dose_duration[given]
+    patient_dose, _ = np.nonzero(given)
+    graded_rows = [
+        _graded_observations(
+            name, levels, fingerprint, ids, dose_time, dose_amount, dose_period, rng
+        )
+        for name, levels in sorted(fingerprint.graded.items())
+    ]
+    pd_rows = [
+        _pd_observations(name, pd_model, fingerprint, ids, dose_time, dose_amount, dose_period, rng)
+        for name, pd_model in sorted(fingerprint.pd.items())
+    ]
+    doses = pd.DataFrame(
+        {
+            "id": ids[patient_dose],
+            "period": dose_period[given],
+            "time": dose_time[given],
+            "amt": dose_amount[given],
+            "dv": 0.0,
+            "evid": 1,
+            "rate": dose_amount[given] / np.where(given_duration > 0, given_duration, np.inf),
+            "patient": patient_dose,
+        }
+    )
+    doses["dvid"] = fingerprint.pk_endpoint or ""
+    table = pd.concat([doses, observations, *pd_rows, *graded_rows], ignore_index=True)
+    if not (table["evid"] == 0).any():
+        raise ValueError("the fingerprint has no visit with enough patients to simulate")
+    table = table.sort_values(
+        ["patient", "period", "time", "evid", "dvid"], ascending=[1, 1, 1, 0, 1], kind="stable"
+    )
+    table["mdv"] = table["evid"]
+    table["nominal_time"] = table["time"]
+    table["arm"] = arm_labels[table["patient"].to_numpy()]
+    for name, values in covariates.items():
+        table[name] = values[table["patient"].to_numpy()]
+    keep = {}
+    for column in sorted({c for arm in fingerprint.arms for c in arm["keep"]}):
+        values = np.array([arm["keep"].get(column) for arm in fingerprint.arms], dtype=object)
+        keep[column] = values[arm_of][table["patient"].to_numpy()]
+    table = table.assign(**keep)
+    names = _column_names(source)
+    columns = list(names) + list(covariates) + list(keep)
+    return table[columns].rename(columns=names).reset_index(drop=True)

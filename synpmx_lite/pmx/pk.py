@@ -1,0 +1,570 @@
+r"""Closed-form linear pharmacokinetic models, vectorized over patients, doses and times.
+
+A linear model's response to a unit bolus into the central compartment is a sum of
+exponentials :math:`\sum_m c_m e^{-\lambda_m t}`: one term for a one-compartment model, two
+for a two-compartment model. Every dosing route follows from it in closed form:
+
+* IV bolus: :math:`D \sum_m c_m e^{-\lambda_m t}`;
+* zero-order infusion of duration :math:`\tau`:
+  :math:`\frac{D}{\tau} \sum_m \frac{c_m}{\lambda_m}
+  \left(e^{-\lambda_m \max(t-\tau, 0)} - e^{-\lambda_m t}\right)`;
+* first-order absorption from a depot at rate :math:`k_a` (bioavailability 1):
+  :math:`D \sum_m c_m k_a \frac{e^{-\lambda_m t} - e^{-k_a t}}{k_a - \lambda_m}`;
+
+with :math:`t` the time since the dose less any absorption lag. Multiple doses add up
+(superposition). A dose acts only on the observations of its own dosing period, so that a
+study with a washout between periods (time starting again at zero) needs no reset records.
+
+The population fit (:mod:`synpmx_lite.pmx.population`) needs the first and second derivatives of
+every prediction in the log parameters. They are exact: each term :math:`c_m E(\lambda_m,
+k_a, t - t_{lag})` is differentiated by hand in its own quantities (coefficient, exponent,
+absorption rate, lag), and those quantities in the parameters by carrying value, gradient and
+Hessian through the few arithmetic steps from :math:`CL, V, Q, V_p` (forward-mode
+differentiation). The differences of exponentials are written as
+:math:`t e^{-\lambda t}\varphi((k_a - \lambda) t)` with :math:`\varphi(x) = (1 - e^{-x})/x`,
+evaluated by its Taylor series near 0, so that neither the predictions nor their derivatives
+lose digits where :math:`k_a` is close to an exponent or an infusion is short.
+
+References
+----------
+Gibaldi M, Perrier D. Pharmacokinetics. 2nd ed. Marcel Dekker; 1982.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_array, check_count
+
+__all__ = ["PkModel", "predict_concentrations"]
+
+_ROUTES = ("oral", "iv")
+
+# Below this argument phi(x) = (1 - exp(-x)) / x and its derivatives lose digits in closed form
+# (the second derivative as 1 / x^2); their Taylor series is used instead.
+_SERIES_BELOW = 1e-2
+
+
+@dataclass(frozen=True)
+class PkModel:
+    """A linear compartmental PK model.
+
+    Parameters
+    ----------
+    compartments : int, default 1
+        1 or 2 disposition compartments.
+    route : {"oral", "iv"}, default "oral"
+        ``"oral"``: doses enter a depot and are absorbed at first order (rate ``ka``);
+        ``"iv"``: doses enter the central compartment as a bolus, or as a zero-order infusion
+        where the dose has a duration.
+    lag : bool, default False
+        Whether absorption starts after a lag time ``tlag`` (oral route only).
+
+    Examples
+    --------
+    >>> PkModel(compartments=2, route="iv").parameters
+    ('cl', 'v', 'q', 'vp')
+    >>> print(PkModel(route="oral", lag=True))
+    one-compartment model, first-order absorption with a lag time
+    """
+
+    compartments: int = 1
+    route: str = "oral"
+    lag: bool = False
+
+    def __post_init__(self) -> None:
+        if check_count(self.compartments, "compartments") not in (1, 2):
+            raise ValueError(f"compartments must be 1 or 2, got {self.compartments}")
+        if self.route not in _ROUTES:
+            raise ValueError(f"route must be one of {_ROUTES}, got {self.route!r}")
+        if not isinstance(self.lag, bool):
+            raise TypeError(f"lag must be a bool, got {self.lag!r}")
+        if self.lag and self.route != "oral":
+            raise ValueError("lag needs route='oral' (an absorption lag)")
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """Names of the structural parameters, in the order :func:`predict_concentrations` reads.
+
+        ``cl`` clearance, ``v`` central volume, ``q`` inter-compartmental clearance, ``vp``
+        peripheral volume, ``ka`` absorption rate constant, ``tlag`` absorption lag time.
+        """
+        names = ["cl", "v"]
+        if self.compartments == 2:
+            names += ["q", "vp"]
+        if self.route == "oral":
+            names.append("ka")
+        if self.lag:
+            names.append("tlag")
+        return tuple(names)
+
+    def __str__(self) -> str:
+        size = {1: "one", 2: "two"}[self.compartments]
+        if self.route == "iv":
+            entry = "IV bolus or zero-order infusion"
+        else:
+            entry = "first-order absorption" + (" with a lag time" if self.lag else "")
+        return f"{size}-compartment model, {entry}"
+
+
+# --- Second-order forward differentiation of the per-patient quantities -------------------------
+#
+# A jet holds a value, its gradient and its Hessian with respect to the log parameters
+# (shapes (...), (..., p) and (..., p, p)); ``None`` for the orders not asked for. The
+# disposition's coefficients and exponents are a few arithmetic steps from the parameters, and
+# carrying jets through those steps gives their exact first and second derivatives.
+
+
+@dataclass(frozen=True)
+class _Jet:
+    value: np.ndarray
+    grad: np.ndarray | None = None
+    hess: np.ndarray | None = None
+
+
+def _exp_linear(log_theta: np.ndarray, weights: tuple[float, ...], order: int) -> _Jet:
+    """The jet of ``exp(weights . log_theta)``: a product of powers of the parameters."""
+    a = np.zeros(log_theta.shape[-1])
+    a[: len(weights)] = weights
+    value = np.exp(log_theta @ a)
+    grad = value[..., None] * a if order >= 1 else None
+    hess = value[..., None, None] * np.outer(a, a) if order >= 2 else None
+    return _Jet(value, grad, hess)
+
+
+def _parameter(log_theta: np.ndarray, index: int, order: int) -> _Jet:
+    """The jet of one parameter, ``exp(log_theta[..., index])``."""
+    weights = np.zeros(log_theta.shape[-1])
+    weights[index] = 1.0
+    return _exp_linear(log_theta, tuple(weights), order)
+
+
+def _add(x: _Jet, y: _Jet, sign: float = 1.0) -> _Jet:
+    grad = None if x.grad is None else x.grad + sign * y.grad
+    hess = None if x.hess is None else x.hess + sign * y.hess
+    return _Jet(x.value + sign * y.value, grad, hess)
+
+
+def _scale(x: _Jet, factor: float) -> _Jet:
+    grad = None if x.grad is None else factor * x.grad
+    hess = None if x.hess is None else factor * x.hess
+    return _Jet(factor * x.value, grad, hess)
+
+
+def _multiply(x: _Jet, y: _Jet) -> _Jet:
+    value = x.value * y.value
+    if x.grad is None:
+        return _Jet(value)
+    grad = x.grad * y.value[..., None] + y.grad * x.value[..., None]
+    if x.hess is None:
+        return _Jet(value, grad)
+    cross = x.grad[..., :, None] * y.grad[..., None, :]
+    hess = (
+        x.hess * y.value[..., None, None]
+        + y.hess * x.value[..., None, None]
+        + cross
+        + np.swapaxes(cross, -1, -2)
+    )
+    return _Jet(value, grad, hess)
+
+
+def _compose(x: _Jet, f0: np.ndarray, f1: np.ndarray, f2: np.ndarray) -> _Jet:
+    """The jet of ``h(x)`` from ``h``, ``h'`` and ``h''`` at ``x.value`` (the chain rule)."""
+    if x.grad is None:
+        return _Jet(f0)
+    grad = f1[..., None] * x.grad
+    if x.hess is None:
+        return _Jet(f0, grad)
+    hess = f1[..., None, None] * x.hess + f2[..., None, None] * (
+        x.grad[..., :, None] * x.grad[..., None, :]
+    )
+    return _Jet(f0, grad, hess)
+
+
+def _reciprocal(x: _Jet) -> _Jet:
+    r = 1 / x.value
+    return _compose(x, r, -(r**2), 2 * r**3)
+
+
+def _sqrt(x: _Jet) -> _Jet:
+    s = np.sqrt(x.value)
+    return _compose(x, s, 0.5 / s, -0.25 / (s * x.value))
+
+
+def _disposition_jets(model: PkModel, log_theta: np.ndarray, order: int) -> list[_Jet]:
+    """Coefficients ``c_m`` then exponents ``lambda_m`` of the unit-bolus response, as jets."""
+    inverse_v = _exp_linear(log_theta, (0.0, -1.0), order)
+    k10 = _exp_linear(log_theta, (1.0, -1.0), order)
+    if model.compartments == 1:
+        return [inverse_v, k10]
+    k12 = _exp_linear(log_theta, (0.0, -1.0, 1.0), order)
+    k21 = _exp_linear(log_theta, (0.0, 0.0, 1.0, -1.0), order)
+    # The exponents are the roots of s^2 - (k10 + k12 + k21) s + k10 k21. Their difference,
+    # the square root of the discriminant, written as a sum of positive terms (no cancellation).
+    gap = _add(k10, k21, -1.0)
+    discriminant = _add(
+        _multiply(gap, gap),
+        _multiply(k12, _add(k12, _scale(_add(k10, k21), 2.0))),
+    )
+    root = _sqrt(discriminant)
+    alpha = _scale(_add(_add(_add(k10, k12), k21), root), 0.5)
+    beta = _multiply(_multiply(k10, k21), _reciprocal(alpha))  # the product of the roots
+    scale = _multiply(inverse_v, _reciprocal(root))
+    coef_alpha = _multiply(_add(alpha, k21, -1.0), scale)
+    coef_beta = _multiply(_add(k21, beta, -1.0), scale)
+    return [coef_alpha, coef_beta, alpha, beta]
+
+
+def _primitives(
+    model: PkModel, log_theta: np.ndarray, order: int
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The quantities the response is written in, per patient, and their derivatives.
+
+    In order: the coefficients ``c_m`` and exponents ``lambda_m`` of the disposition, then
+    ``ka`` and ``tlag`` where the model has them. Returns their values ``(..., n, u)``, first
+    derivatives ``(..., n, u, p)`` and second derivatives ``(..., n, u, p, p)`` with respect to
+    the log parameters (``None`` beyond ``order``).
+    """
+    jets = _disposition_jets(model, log_theta, order)
+    names = model.parameters
+    for name in ("ka", "tlag"):
+        if name in names:
+            jets.append(_parameter(log_theta, names.index(name), order))
+    values = np.stack([j.value for j in jets], axis=-1)
+    grad = np.stack([j.grad for j in jets], axis=-2) if order >= 1 else None
+    hess = np.stack([j.hess for j in jets], axis=-3) if order >= 2 else None
+    return values, grad, hess
+
+
+# --- The response of each observation to each dose ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Dosing:
+    """The (dose, observation) pairs through which doses reach observations.
+
+    A dose reaches an observation of its own patient and dosing period taken at or after the
+    dose. Observations are flat (``obs_patient`` gives each one's patient); pairs are sorted
+    by observation, and every observation has at least one pair (a pair of amount 0 where no
+    dose reaches it), so that ``numpy.add.reduceat`` over ``pair_start`` sums them.
+    """
+
+    obs_patient: np.ndarray
+    pair_patient: np.ndarray
+    pair_start: np.ndarray
+    elapsed: np.ndarray
+    amount: np.ndarray
+    duration: np.ndarray
+    infused: bool
+
+
+def _dosing(
+    dose_time: np.ndarray,
+    dose_amount: np.ndarray,
+    dose_duration: np.ndarray,
+    times: np.ndarray,
+    *,
+    observed: np.ndarray | None = None,
+    same_period: np.ndarray | None = None,
+) -> _Dosing:
+    """Pairs of the doses ``(n, d)`` and observation times ``(n, t)`` where ``observed``."""
+    observed = np.ones(times.shape, dtype=bool) if observed is None else observed
+    patient, slot = np.nonzero(observed)
+    elapsed = times[patient, slot][:, None] - dose_time[patient]  # (observations, doses)
+    reaches = (elapsed >= 0) & (dose_amount[patient] > 0)
+    if same_period is not None:
+        reaches &= same_period[patient, :, slot]
+    # Observations no dose reaches get one pair of amount 0 in the first dose's column.
+    unreached = ~reaches.any(axis=1)
+    reaches[unreached, 0] = True
+    obs, dose = np.nonzero(reaches)
+    amount = np.where(unreached[obs], 0.0, dose_amount[patient[obs], dose])
+    duration = dose_duration[patient[obs], dose]
+    return _Dosing(
+        obs_patient=patient,
+        pair_patient=patient[obs],
+        pair_start=np.searchsorted(obs, np.arange(patient.size)),
+        elapsed=np.where(unreached[obs], 0.0, elapsed[obs, dose]),
+        amount=amount,
+        duration=duration,
+        infused=bool(np.any(duration > 0)),
+    )
+
+
+def _phi(x: np.ndarray, order: int) -> list[np.ndarray]:
+    """``phi(x) = (1 - exp(-x)) / x`` for ``x >= 0`` and its first two derivatives.
+
+    The closed forms lose digits as ``x`` goes to 0 (the second derivative as ``1/x^2``);
+    below ``_SERIES_BELOW`` (0.01) the Taylor series (error below 1e-12) replaces them.
+    """
+    small = x < _SERIES_BELOW
+    safe = np.where(small, 1.0, x)
+    expm1 = np.expm1(-safe)
+    decay = expm1 + 1
+    values = [-expm1 / safe]
+    if order >= 1:
+        values.append((safe * decay + expm1) / safe**2)
+    if order >= 2:
+        values.append(-(safe * (safe + 2) * decay + 2 * expm1) / safe**3)
+    if small.any():
+        s = x[small]
+        series = [
+            1 - s * (1 / 2 - s * (1 / 6 - s * (1 / 24 - s / 120))),
+            -1 / 2 + s * (1 / 3 - s * (1 / 8 - s * (1 / 30 - s / 144))),
+            1 / 3 - s * (1 / 4 - s * (1 / 10 - s * (1 / 36 - s / 168))),
+        ]
+        for value, exact in zip(values, series, strict=False):
+            value[small] = exact
+    return values
+
+
+def _bolus_or_infusion(
+    lam: np.ndarray, t: np.ndarray, duration: np.ndarray, infused: bool, order: int
+):
+    """Response ``E`` to a unit dose into the central compartment, and ``dE/dlam``, ``d2E/dlam2``.
+
+    A bolus gives ``exp(-lam t)``; an infusion of duration ``tau`` gives
+    ``exp(-lam t2) (delta / tau) phi(lam delta)`` with ``delta = min(t, tau)``,
+    ``t2 = t - delta``.
+    """
+    if not infused:
+        decay = np.exp(-lam * t)
+        return [decay, -t * decay, t * t * decay][: order + 1]
+    delta = np.minimum(t, duration)
+    after = t - delta
+    share = np.where(duration > 0, delta / np.where(duration > 0, duration, 1.0), 1.0)
+    phi = _phi(lam * delta, order)
+    decay = np.exp(-lam * after)
+    u0 = share * phi[0]
+    out = [decay * u0]
+    if order >= 1:
+        u1 = share * delta * phi[1]
+        out.append(decay * (u1 - after * u0))
+    if order >= 2:
+        u2 = share * delta**2 * phi[2]
+        out.append(decay * (after**2 * u0 - 2 * after * u1 + u2))
+    return out
+
+
+def _response(model: PkModel, dosing: _Dosing, u: np.ndarray, order: int):
+    """Each observation's prediction and its derivatives in the primitives (see ``_primitives``).
+
+    Returns ``f`` ``(..., N)``, ``f_u`` ``(..., N, u)`` and ``f_uu`` ``(..., N, u, u)`` up to
+    ``order``. Each exponential term ``c_m E(lam_m, ka, t - tlag)`` of each pair is
+    differentiated by hand, then the pairs are summed into their observations.
+    """
+    m = model.compartments
+    at_pairs = u[..., dosing.pair_patient, :]
+    c, lam = at_pairs[..., :m], at_pairs[..., m : 2 * m]
+    t = dosing.elapsed[:, None]
+    amount = dosing.amount[:, None]
+
+    def total(x: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(x, dosing.pair_start, axis=-2)
+
+    if model.route == "iv":
+        e = _bolus_or_infusion(lam, t, dosing.duration[:, None], dosing.infused, order)
+        f = total(amount * c * e[0]).sum(axis=-1)
+        if order == 0:
+            return f, None, None
+        weighted = [amount * x for x in e]
+        first = [total(weighted[0]), total(c * weighted[1])]  # d/dc_m, d/dlam_m
+        f_u = np.concatenate(first, axis=-1)
+        if order == 1:
+            return f, f_u, None
+        f_uu = np.zeros((*f_u.shape, f_u.shape[-1]))
+        diagonal = np.arange(m)
+        cross = total(weighted[1])
+        f_uu[..., diagonal, m + diagonal] = cross
+        f_uu[..., m + diagonal, diagonal] = cross
+        f_uu[..., m + diagonal, m + diagonal] = total(c * weighted[2])
+        return f, f_u, f_uu
+
+    ka = at_pairs[..., 2 * m : 2 * m + 1]
+    active = None
+    if model.lag:
+        shifted = t - at_pairs[..., 2 * m + 1 : 2 * m + 2]
+        active = shifted >= 0
+        t = np.where(active, shifted, 0.0)
+        amount = amount * active
+    # a(ka, lam, t) = (exp(-lam t) - exp(-ka t)) / (ka - lam) = t exp(-lo t) phi((hi - lo) t),
+    # with lo, hi the smaller and larger of ka and lam: symmetric, and free of overflow.
+    lo, hi = np.minimum(lam, ka), np.maximum(lam, ka)
+    phi = _phi((hi - lo) * t, order)
+    decay_lo = t * np.exp(-lo * t)
+    a = decay_lo * phi[0]
+    f = total(amount * c * ka * a).sum(axis=-1)
+    if order == 0:
+        return f, None, None
+    swap = ka < lam  # then lo is ka
+    t_decay = t * decay_lo
+    a_hi, a_lo = t_decay * phi[1], -t_decay * (phi[0] + phi[1])
+    a_lam, a_ka = np.where(swap, a_hi, a_lo), np.where(swap, a_lo, a_hi)
+    columns = [amount * ka * a, amount * c * ka * a_lam, amount * c * (a + ka * a_ka)]
+    if model.lag:
+        decay_ka = np.exp(-ka * t)
+        a_t = decay_ka - lam * a  # from d/dt a = exp(-ka t) - lam a
+        columns.append(-amount * c * ka * a_t)
+    sums = [total(x) for x in columns]
+    f_u = np.concatenate(
+        [sums[0], sums[1], *(s.sum(axis=-1, keepdims=True) for s in sums[2:])], axis=-1
+    )
+    if order == 1:
+        return f, f_u, None
+    t2_decay = t * t_decay
+    a_hihi = t2_decay * phi[2]
+    a_lohi = -t2_decay * (phi[1] + phi[2])
+    a_lolo = t2_decay * (phi[0] + 2 * phi[1] + phi[2])
+    a_lam_lam = np.where(swap, a_hihi, a_lolo)
+    a_ka_ka = np.where(swap, a_lolo, a_hihi)
+    # Second derivatives of c ka a(ka, lam, t - tlag) in (c, lam, ka, tlag), per term m.
+    pieces = {
+        ("c", "lam"): amount * ka * a_lam,
+        ("c", "ka"): amount * (a + ka * a_ka),
+        ("lam", "lam"): amount * c * ka * a_lam_lam,
+        ("lam", "ka"): amount * c * (a_lam + ka * a_lohi),
+        ("ka", "ka"): amount * c * (2 * a_ka + ka * a_ka_ka),
+    }
+    if model.lag:
+        a_t_lam = -a - lam * a_lam
+        a_t_ka = -t * decay_ka - lam * a_ka
+        a_t_t = -ka * decay_ka - lam * a_t
+        pieces[("c", "tlag")] = -amount * ka * a_t
+        pieces[("lam", "tlag")] = -amount * c * ka * a_t_lam
+        pieces[("ka", "tlag")] = -amount * c * (a_t + ka * a_t_ka)
+        pieces[("tlag", "tlag")] = amount * c * ka * a_t_t
+    sums = {key: total(value) for key, value in pieces.items()}
+    f_uu = np.zeros((*f_u.shape, f_u.shape[-1]))
+    diagonal = np.arange(m)
+    index = {"ka": 2 * m, "tlag": 2 * m + 1}
+
+    def put(rows, cols, value):
+        f_uu[..., rows, cols] = value
+        f_uu[..., cols, rows] = value
+
+    put(diagonal, m + diagonal, sums[("c", "lam")])
+    put(m + diagonal, m + diagonal, sums[("lam", "lam")])
+    for first in ("c", "lam"):
+        for second in ("ka", "tlag"):
+            if (first, second) in sums:
+                put(diagonal + (m if first == "lam" else 0), index[second], sums[(first, second)])
+    for first, second in (("ka", "ka"), ("ka", "tlag"), ("tlag", "tlag")):
+        if (first, second) in sums:
+            put(index[first], index[second], sums[(first, second)].sum(axis=-1))
+    return f, f_u, f_uu
+
+
+def _sensitivities(model: PkModel, dosing: _Dosing, log_theta: np.ndarray, order: int):
+    """Predictions at each observation and their exact derivatives in the log parameters.
+
+    ``log_theta`` has shape ``(..., n, p)``. Returns ``f`` ``(..., N)``, ``g = df/dlog theta``
+    ``(..., N, p)`` and ``G = d2f/dlog theta^2`` ``(..., N, p, p)`` up to ``order`` (0, 1 or
+    2; ``None`` beyond). The chain rule joins the response's derivatives in the primitives
+    (``_response``) with the primitives' derivatives in the parameters
+    (``_primitives``).
+    """
+    u, u_grad, u_hess = _primitives(model, log_theta, order)
+    f, f_u, f_uu = _response(model, dosing, u, order)
+    if order == 0:
+        return f, None, None
+    jacobian = u_grad[..., dosing.obs_patient, :, :]  # (..., N, u, p)
+    g = np.einsum("...a,...ak->...k", f_u, jacobian)
+    if order == 1:
+        return f, g, None
+    G = np.einsum("...ak,...al->...kl", jacobian, np.einsum("...ab,...bl->...al", f_uu, jacobian))
+    G += np.einsum("...a,...akl->...kl", f_u, u_hess[..., dosing.obs_patient, :, :, :])
+    return f, g, G
+
+
+def predict_concentrations(
+    model: PkModel,
+    parameters: object,
+    dose_time: object,
+    dose_amount: object,
+    dose_duration: object,
+    times: object,
+    *,
+    dose_period: object = None,
+    time_period: object = None,
+) -> np.ndarray:
+    """Concentrations of a linear PK model after any number of doses, for many patients at once.
+
+    Parameters
+    ----------
+    model : PkModel
+        The structural model.
+    parameters : array_like or pandas.DataFrame
+        Positive parameter values of shape ``(..., n, len(model.parameters))``, columns in the
+        order of ``model.parameters`` (a DataFrame is reordered by column name). Leading
+        dimensions evaluate several parameter sets for the same patients at once.
+    dose_time, dose_amount, dose_duration : array_like
+        Shape ``(n, d)``: each patient's dose times, amounts (not negative) and infusion
+        durations (0 for a bolus or an oral dose). Pad patients with fewer doses with
+        amount 0.
+    times : array_like
+        Shape ``(n, t)``: each patient's observation times (pad with any finite value).
+    dose_period, time_period : array_like of int, optional
+        Shapes ``(n, d)`` and ``(n, t)``: the dosing period of each dose and observation; a
+        dose acts only within its own period. Default: one period.
+
+    Returns
+    -------
+    numpy.ndarray
+        Concentrations of shape ``(..., n, t)``, in amount units per volume unit.
+
+    Examples
+    --------
+    One 100 mg IV bolus, V = 10 L, CL = 1 L/h: 10 mg/L at once, 10/e mg/L after 10 h.
+
+    >>> predict_concentrations(PkModel(route="iv"), [[1.0, 10.0]], [[0.0]], [[100.0]],
+    ...                        [[0.0]], [[0.0, 10.0]]).round(4)
+    array([[10.    ,  3.6788]])
+    """
+    if not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+    if isinstance(parameters, pd.DataFrame):
+        parameters = parameters.loc[:, list(model.parameters)].to_numpy(dtype=float)
+    theta = check_array(parameters, "parameters")
+    if theta.ndim < 2 or theta.shape[-1] != len(model.parameters):
+        raise ValueError(
+            f"parameters must have shape (..., n, {len(model.parameters)}), got {theta.shape}"
+        )
+    if np.any(theta <= 0):
+        raise ValueError("parameters must be positive")
+    dose_time = check_array(dose_time, "dose_time", ndim=2)
+    dose_amount = check_array(dose_amount, "dose_amount", ndim=2)
+    dose_duration = check_array(dose_duration, "dose_duration", ndim=2)
+    times = check_array(times, "times", ndim=2)
+    n = theta.shape[-2]
+    for name, array in (("dose_amount", dose_amount), ("dose_duration", dose_duration)):
+        if array.shape != dose_time.shape:
+            raise ValueError(f"{name} must have the shape of dose_time, {dose_time.shape}")
+    if dose_time.shape[0] != n or times.shape[0] != n:
+        raise ValueError(f"dose_time and times must have one row per patient ({n})")
+    if np.any(dose_amount < 0):
+        raise ValueError("dose_amount must not be negative (pad with 0)")
+    if np.any(dose_duration < 0):
+        raise ValueError("dose_duration must not be negative")
+    if model.route == "oral" and np.any(dose_duration > 0):
+        raise ValueError("model route 'oral' takes no infusions (dose_duration must be 0)")
+    same_period = None
+    if dose_period is not None or time_period is not None:
+        dose_period = _periods(dose_period, "dose_period", dose_time.shape)
+        time_period = _periods(time_period, "time_period", times.shape)
+        same_period = dose_period[:, :, None] == time_period[:, None, :]
+    dosing = _dosing(dose_time, dose_amount, dose_duration, times, same_period=same_period)
+    f, _, _ = _sensitivities(model, dosing, np.log(theta), 0)
+    return f.reshape(f.shape[:-1] + times.shape)
+
+
+def _periods(value: object, name: str, shape: tuple[int, int]) -> np.ndarray:
+    """Dosing periods of the given shape (all 0 when ``value`` is None)."""
+    if value is None:
+        return np.zeros(shape)
+    periods = check_array(value, name, ndim=2)
+    if periods.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {periods.shape}")
+    return periods

@@ -1,0 +1,841 @@
+"""Study data: a NONMEM-style event table, the roles of its columns, readers and validation.
+
+An event table has one row per event: a dose (an amount given at a time, as a bolus, an oral
+dose or an infusion at a rate) or an observation (a measured value of one observation type, the
+*endpoint*). :func:`pmx_roles` says which column is which, as the R generator's ``pmx_roles()``
+does, and :func:`prepare_study` checks the table and arranges it for estimation:
+per-patient baseline covariates, long tables of doses and observations, and padded
+patient-by-dose and patient-by-observation arrays for the vectorized PK model.
+
+Event codes (EVID) follow rxode2, as in the nlmixr2data files shipped here: 0 an observation,
+1 a dose, 101 a dose into compartment 1, 10101 an infusion given by rate and amount whose end
+is marked by a row with a negative rate (that row is dropped). A row with MDV 1 and EVID 0 is a
+missing observation and is dropped. A time that goes back within a patient starts a new dosing
+period after a washout (mavoglurant's second occasion starts again at time 0).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_count
+from .pk import PkModel
+
+__all__ = [
+    "DATASETS",
+    "PmxRoles",
+    "StudyEvents",
+    "load_dataset",
+    "pmx_roles",
+    "prepare_study",
+]
+
+_OBSERVATION, _DOSE = 0, 1
+_DOSE_CODES = (1, 101, 10101)
+_INFUSION_BY_RATE = 10101
+
+
+@dataclass(frozen=True)
+class PmxRoles:
+    """Which column of an event table plays which role, and the PK model the study calls for.
+
+    Build it with :func:`pmx_roles`; the fields are documented there.
+    """
+
+    id: str
+    time: str
+    dv: str
+    amt: str
+    evid: str
+    dvid: str | None = None
+    mdv: str | None = None
+    rate: str | None = None
+    nominal_time: str | None = None
+    arm: str | None = None
+    covariates: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    weight: str | None = None
+    pk_endpoint: str | None = None
+    log_dv: bool = False
+    model: PkModel = field(default_factory=PkModel)
+    fit_pk: bool = True
+    keep: tuple[str, ...] = ()
+    graded: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every column the roles name, in a fixed order."""
+        named = (self.id, self.time, self.dv, self.amt, self.evid, self.dvid, self.mdv)
+        named += (self.rate, self.nominal_time, self.arm)
+        listed = [c for c in named if c is not None] + list(self.covariates) + list(self.keep)
+        return tuple(dict.fromkeys(listed))
+
+
+def _column_name(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a column name (a non-empty string), got {value!r}")
+    return value
+
+
+def pmx_roles(
+    *,
+    id: str,
+    time: str,
+    dv: str,
+    amt: str,
+    evid: str,
+    dvid: str | None = None,
+    mdv: str | None = None,
+    rate: str | None = None,
+    nominal_time: str | None = None,
+    arm: str | None = None,
+    covariates: tuple[str, ...] | list[str] = (),
+    categorical: tuple[str, ...] | list[str] = (),
+    weight: str | None = None,
+    pk_endpoint: str | None = None,
+    log_dv: bool = False,
+    model: PkModel | None = None,
+    fit_pk: bool = True,
+    keep: tuple[str, ...] | list[str] = (),
+    graded: tuple[str, ...] | list[str] = (),
+) -> PmxRoles:
+    """Name the roles of an event table's columns.
+
+    Parameters
+    ----------
+    id, time, dv, amt, evid : str
+        Columns of the subject identifier, the time (hours), the observed value, the dose
+        amount and the event code (see the module docstring).
+    dvid : str, optional
+        Column of the observation type (endpoint). Without it every observation is one
+        endpoint, ``"DV"``.
+    mdv : str, optional
+        Column flagging rows with no observation (1).
+    rate : str, optional
+        Column of the infusion rate; a dose with a positive rate is an infusion of duration
+        amount / rate.
+    nominal_time : str, optional
+        Column of the planned (nominal) time of each observation, which defines the visits.
+        Without it the k-th observation of each patient is visit k.
+    arm : str, optional
+        Column of the treatment arm (read at each patient's first row).
+    covariates : sequence of str
+        Baseline covariate columns (read at each patient's first row).
+    categorical : sequence of str
+        Those covariates that are categorical although numeric (a non-numeric covariate is
+        always categorical).
+    weight : str, optional
+        The covariate that is body weight, whose median is the reference weight.
+    pk_endpoint : str, optional
+        The ``dvid`` value of the concentrations the PK model is fitted to. Default: every
+        observation (allowed only without ``dvid`` or with a single endpoint).
+    log_dv : bool, default False
+        Whether the observed concentrations are natural logarithms (as in nimoData); the
+        model is then fitted on the log scale with an additive error.
+    model : PkModel, optional
+        The structural PK model to fit. Default: ``PkModel()`` (one compartment, oral).
+    fit_pk : bool, default True
+        Whether the study has a PK endpoint to fit. False for a study of PD endpoints only
+        (wbcSim, whose individual PK is given): every endpoint is then a PD endpoint, and
+        ``pk_endpoint``, ``log_dv`` and ``model`` are not used.
+    keep : sequence of str
+        Keep columns: columns (read at each patient's first row) whose value is copied onto
+        the synthetic patients of an arm, such as a site or a formulation. An arm's value is
+        its most common one, released only where at least ``min_arm_patients`` of the arm's
+        patients hold it, and written as missing otherwise.
+    graded : sequence of str
+        Endpoints (``dvid`` values) that are yes/no or graded, their values levels (0/1, or
+        grades): released as level frequencies pooled over visits, not fitted. Every other
+        endpoint but the PK one is a continuous PD endpoint.
+
+    Returns
+    -------
+    PmxRoles
+        The roles.
+
+    Examples
+    --------
+    >>> roles = pmx_roles(id="id", time="time", dv="dv", amt="amt", evid="evid", dvid="dvid",
+    ...                   covariates=["wt", "age", "sex"], weight="wt", pk_endpoint="cp")
+    >>> roles.columns
+    ('id', 'time', 'dv', 'amt', 'evid', 'dvid', 'wt', 'age', 'sex')
+    """
+    required = {"id": id, "time": time, "dv": dv, "amt": amt, "evid": evid}
+    optional = {
+        "dvid": dvid,
+        "mdv": mdv,
+        "rate": rate,
+        "nominal_time": nominal_time,
+        "arm": arm,
+        "weight": weight,
+    }
+    _check_column_names(required, optional)
+    covariates, categorical = _covariate_roles(covariates, categorical, weight)
+    _check_pk_roles(pk_endpoint, log_dv, model)
+    keep = _keep_columns(keep, covariates)
+    graded = _graded_endpoints(graded, pk_endpoint)
+    if not isinstance(fit_pk, bool):
+        raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
+    if not fit_pk and (pk_endpoint is not None or log_dv):
+        raise ValueError("a study without a PK fit (fit_pk=False) takes no pk_endpoint or log_dv")
+    return PmxRoles(
+        **required,
+        **optional,
+        covariates=covariates,
+        categorical=categorical,
+        pk_endpoint=pk_endpoint,
+        log_dv=log_dv,
+        model=model if model is not None else PkModel(),
+        fit_pk=fit_pk,
+        keep=keep,
+        graded=graded,
+    )
+
+
+def _check_column_names(required: dict, optional: dict) -> None:
+    """Refuse a role that names no column (an optional role may be None)."""
+    for name, value in required.items():
+        _column_name(value, name)
+    for name, value in optional.items():
+        if value is not None:
+            _column_name(value, name)
+
+
+def _covariate_roles(covariates: object, categorical: object, weight: str | None) -> tuple:
+    """The covariates and the categorical ones, checked, with the weight among the covariates."""
+    covariates = tuple(_column_name(c, "covariates") for c in _as_names(covariates, "covariates"))
+    categorical = tuple(
+        _column_name(c, "categorical") for c in _as_names(categorical, "categorical")
+    )
+    if not set(categorical) <= set(covariates):
+        raise ValueError(f"categorical must be a subset of covariates, got {categorical}")
+    if weight is not None and weight not in covariates:
+        raise ValueError(f"weight must be one of the covariates, got {weight!r}")
+    return covariates, categorical
+
+
+def _check_pk_roles(pk_endpoint: object, log_dv: object, model: object) -> None:
+    """Refuse a PK endpoint, log flag or PK model of the wrong type."""
+    if pk_endpoint is not None and not isinstance(pk_endpoint, str):
+        raise TypeError(f"pk_endpoint must be a string, got {pk_endpoint!r}")
+    if not isinstance(log_dv, bool):
+        raise TypeError(f"log_dv must be a bool, got {log_dv!r}")
+    if model is not None and not isinstance(model, PkModel):
+        raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
+
+
+def _keep_columns(keep: object, covariates: tuple) -> tuple:
+    """The keep columns, checked, none of them a covariate."""
+    keep = tuple(_column_name(c, "keep") for c in _as_names(keep, "keep"))
+    if set(keep) & set(covariates):
+        raise ValueError(
+            f"keep columns must not be covariates, got {sorted(set(keep) & set(covariates))}"
+        )
+    return keep
+
+
+def _graded_endpoints(graded: object, pk_endpoint: str | None) -> tuple:
+    """The graded endpoints, checked, the PK endpoint not among them."""
+    if isinstance(graded, str) or not isinstance(graded, list | tuple):
+        raise TypeError(f"graded must be a list or tuple of endpoint names, got {graded!r}")
+    graded = tuple(graded)
+    if not all(isinstance(e, str) and e for e in graded):
+        raise TypeError(f"graded must hold endpoint names (non-empty strings), got {graded!r}")
+    if pk_endpoint is not None and pk_endpoint in graded:
+        raise ValueError(f"the PK endpoint {pk_endpoint!r} cannot be graded")
+    return graded
+
+
+def _as_names(value: object, name: str) -> tuple:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise TypeError(f"{name} must be a list or tuple of column names, got {value!r}")
+    return tuple(value)
+
+
+# --- Validation and arrangement ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyEvents:
+    """A checked event table, arranged for estimation and summaries.
+
+    Attributes
+    ----------
+    roles : PmxRoles
+        The roles the table was read with.
+    ids : numpy.ndarray
+        The source subject identifiers, one per patient, in order of first appearance.
+    covariates : pandas.DataFrame
+        Baseline covariates and keep columns, one row per patient (index: patient position
+        0..n-1).
+    arms : pandas.Series
+        Each patient's arm (``"all"`` without an arm column).
+    doses : pandas.DataFrame
+        One row per dose: ``patient`` (position), ``period``, ``time``, ``amount``,
+        ``duration`` (0 for a bolus or oral dose).
+    observations : pandas.DataFrame
+        One row per observation: ``patient``, ``period``, ``endpoint``, ``time``, ``visit``
+        (nominal time or observation index within the endpoint), ``dv``.
+    dose_time, dose_amount, dose_duration, dose_period : numpy.ndarray
+        Padded ``(n, max doses)`` arrays (padding: amount 0).
+    obs_time, obs_dv, obs_period : numpy.ndarray
+        Padded ``(n, max observations)`` arrays of the PK endpoint's observations.
+    obs_mask : numpy.ndarray
+        True where ``obs_time``/``obs_dv`` hold a real observation.
+    """
+
+    roles: PmxRoles
+    ids: np.ndarray
+    covariates: pd.DataFrame
+    arms: pd.Series
+    doses: pd.DataFrame
+    observations: pd.DataFrame
+    dose_time: np.ndarray
+    dose_amount: np.ndarray
+    dose_duration: np.ndarray
+    dose_period: np.ndarray
+    obs_time: np.ndarray
+    obs_dv: np.ndarray
+    obs_period: np.ndarray
+    obs_mask: np.ndarray
+
+    @property
+    def n_patients(self) -> int:
+        """Number of patients."""
+        return len(self.ids)
+
+    @property
+    def pk_endpoint(self) -> str | None:
+        """The endpoint the PK model is fitted to (None for a study without a PK fit)."""
+        return _pk_endpoint(self.roles, self.observations["endpoint"].unique())
+
+    def subset(self, keep: np.ndarray) -> StudyEvents:
+        """The study restricted to the patients where ``keep`` (boolean, per patient) is True."""
+        keep = np.asarray(keep, dtype=bool)
+        positions = np.flatnonzero(keep)
+        renumber = pd.Series(np.arange(positions.size), index=positions)
+
+        def rows(table: pd.DataFrame) -> pd.DataFrame:
+            kept = table[table["patient"].isin(positions)].copy()
+            kept["patient"] = renumber.loc[kept["patient"]].to_numpy()
+            return kept.reset_index(drop=True)
+
+        return StudyEvents(
+            roles=self.roles,
+            ids=self.ids[keep],
+            covariates=self.covariates[keep].reset_index(drop=True),
+            arms=self.arms[keep].reset_index(drop=True),
+            doses=rows(self.doses),
+            observations=rows(self.observations),
+            **{
+                name: getattr(self, name)[keep]
+                for name in (
+                    "dose_time",
+                    "dose_amount",
+                    "dose_duration",
+                    "dose_period",
+                    "obs_time",
+                    "obs_dv",
+                    "obs_period",
+                    "obs_mask",
+                )
+            },
+        )
+
+
+def _pk_endpoint(roles: PmxRoles, endpoints: np.ndarray) -> str | None:
+    if not roles.fit_pk:
+        return None
+    if roles.pk_endpoint is not None:
+        if roles.pk_endpoint not in set(endpoints):
+            raise ValueError(
+                f"pk_endpoint {roles.pk_endpoint!r} is not an endpoint of the data "
+                f"({sorted(map(str, endpoints))})"
+            )
+        return roles.pk_endpoint
+    if len(endpoints) != 1:
+        raise ValueError(
+            f"the data has several endpoints ({sorted(map(str, endpoints))}): name the "
+            "concentrations with pmx_roles(pk_endpoint=...)"
+        )
+    return str(endpoints[0])
+
+
+def _numeric(data: pd.DataFrame, column: str, role: str) -> np.ndarray:
+    if column not in data.columns:
+        raise ValueError(f"data has no column {column!r} (the {role} column)")
+    if not pd.api.types.is_numeric_dtype(data[column]) or pd.api.types.is_bool_dtype(data[column]):
+        raise TypeError(f"column {column!r} (the {role} column) must be numeric")
+    values = data[column].to_numpy(dtype=float)
+    if role != "dv" and not np.all(np.isfinite(values)):
+        raise ValueError(f"column {column!r} (the {role} column) has missing or infinite values")
+    return values
+
+
+def _row_labels(labels: pd.Index, shown: int = 6) -> str:
+    """Row labels for a message: the first few, and how many more."""
+    first = ", ".join(map(str, labels[:shown]))
+    return first + (f" (and {len(labels) - shown} more)" if len(labels) > shown else "")
+
+
+def identifier_key(value: object) -> tuple:
+    """An identifier or label as it reads: numbers by value, text without case or surrounding
+    spaces (so that ``101``, ``"101"`` and ``" 101 "`` are one key)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value):
+        return ("number", float(value))
+    text = str(value).strip().casefold()
+    try:
+        number = float(text)
+    except ValueError:
+        return ("text", text)
+    return ("number", number) if np.isfinite(number) else ("text", text)
+
+
+def _refuse_ids_that_read_alike(ids: np.ndarray) -> None:
+    """Refuse distinct identifiers that read as the same one (``101``, ``"101"``, ``" 101"``).
+
+    Each would count as a patient of its own, so that one patient entered under three spellings
+    would pass for the three patients every threshold of the release asks for.
+    """
+    keys = pd.Series([identifier_key(value) for value in ids])
+    alike = keys.duplicated(keep=False).to_numpy()
+    if alike.any():
+        first = keys[alike].iloc[0]
+        spellings = [value for value, key in zip(ids, keys, strict=True) if key == first]
+        raise ValueError(
+            f"data has subject IDs that read as one: {spellings!r} (type, case or spaces "
+            "differ); give each patient one ID"
+        )
+
+
+def _refuse_copies(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    codes: np.ndarray,
+    ids: np.ndarray,
+    period: np.ndarray,
+    *,
+    measured: np.ndarray,
+) -> None:
+    """Refuse duplicated rows within a dosing period, and records entered twice.
+
+    Rows equal in every column the roles name are duplicates when they fall in the same
+    dosing period (a dose given twice would double the exposure); in different periods they are
+    a crossover's repeated doses. A patient's period whose rows, measured values included,
+    equal row for row those of another patient's period (or of another period of the same
+    patient) is a record entered twice: under a second ID it would count as a second patient
+    and help a value that one patient holds past every threshold, and hide that patient's
+    influence from the leave-one-out readings.
+    """
+    columns = list(roles.columns)
+    within = data[columns].assign(_period=period)
+    duplicated = within.duplicated(keep=False).to_numpy()
+    if duplicated.any():
+        raise ValueError(
+            f"data has duplicated rows {_row_labels(data.index[duplicated])} (equal in every "
+            "column the roles name, in the same dosing period): remove the copies"
+        )
+    hashed = pd.util.hash_pandas_object(
+        data[[c for c in columns if c != roles.id]], index=False
+    ).to_numpy()
+    # Only blocks with a measured value can be told apart from a design that repeats itself.
+    blocks = pd.DataFrame({"patient": codes, "period": period, "row": hashed, "measured": measured})
+    records = blocks.groupby(["patient", "period"], sort=False).agg(
+        rows=("row", tuple), measured=("measured", "any")
+    )
+    records = records[records["measured"]]
+    copied = records["rows"].duplicated(keep=False).to_numpy()
+    if copied.any():
+        first = records.loc[copied, "rows"].iloc[0]
+        twins = records.index[copied & (records["rows"] == first).to_numpy()]
+        named = ", ".join(f"patient {ids[p]!r} period {q + 1}" for p, q in twins)
+        raise ValueError(
+            f"data has one record entered twice: {named} have the same rows in every column "
+            "the roles name except the ID (the same patient under two IDs?); remove the copy"
+        )
+
+
+def _padded(table: pd.DataFrame, columns: list[str], n: int, fill: float) -> list[np.ndarray]:
+    """Per-patient rows of ``table`` as ``(n, max rows)`` arrays, padded with ``fill``."""
+    position = table.groupby("patient").cumcount().to_numpy()
+    width = max(int(position.max()) + 1 if len(table) else 1, 1)
+    patient = table["patient"].to_numpy()
+    arrays = []
+    for column in columns:
+        array = np.full((n, width), fill, dtype=float)
+        array[patient, position] = table[column].to_numpy(dtype=float)
+        arrays.append(array)
+    return arrays
+
+
+def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3) -> StudyEvents:
+    """Check an event table against its roles and arrange it for estimation.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The event table, one row per event, rows of each patient in time order within each
+        dosing period.
+    roles : PmxRoles
+        Which column is which (:func:`pmx_roles`).
+    min_patients : int, default 3
+        The fewest patients a study may have.
+
+    Returns
+    -------
+    StudyEvents
+        The checked, arranged study.
+
+    Raises
+    ------
+    ValueError
+        A missing column, missing or infinite times, doses or codes, an unknown event code,
+        a negative time or dose, a missing or infinite value on an observation row that is
+        not flagged missing (MDV 0), subject IDs that read as one (``101`` and ``"101 "``),
+        a patient whose rows are split into separate blocks (two patients sharing an ID, or
+        rows out of order), duplicated rows (equal in every column the roles name within one
+        dosing period: a dose given twice would double the patient's exposure), a record
+        entered twice (a patient's period equal, row for row, to another's), an
+        observation before the patient's first dose, a patient with no observation of the PK
+        endpoint (unless ``roles.fit_pk`` is False), or fewer than ``min_patients`` patients.
+        Each message names the rows by their index labels.
+    TypeError
+        A non-numeric time, value, amount, code, rate or continuous covariate column.
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    if not isinstance(roles, PmxRoles):
+        raise TypeError(f"roles must be a PmxRoles (see pmx_roles), got {type(roles).__name__}")
+    min_patients = check_count(min_patients, "min_patients", minimum=1)
+    for column in roles.columns:
+        if column not in data.columns:
+            raise ValueError(f"data has no column {column!r} (named in roles)")
+    if data.empty:
+        raise ValueError("data has no rows")
+    values = _role_values(data, roles)
+    is_dose, is_obs = _event_rows(data, roles, values)
+    codes, ids = _patients(data, roles)
+    n = len(ids)
+    if n < min_patients:
+        raise ValueError(f"data has {n} patients; at least {min_patients} are needed")
+    # A time that goes back within a patient starts a new dosing period after a washout.
+    back = np.r_[False, (np.diff(values["time"]) < 0) & (codes[1:] == codes[:-1])]
+    period = pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
+    _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (values["dv"] != 0))
+    doses = _dose_table(values, is_dose, codes, period)
+    observations = _observation_table(data, roles, values, is_obs, codes, period)
+    _refuse_early_observations(doses, observations, ids)
+    pk = _pk_endpoint(roles, observations["endpoint"].unique())
+    _refuse_patients_without_pk(observations, pk, ids)
+    if roles.nominal_time:
+        observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
+    else:
+        observations["visit"] = observations.groupby(["patient", "endpoint"]).cumcount()
+    if roles.fit_pk and roles.model.route == "oral" and (doses["duration"] > 0).any():
+        raise ValueError("an oral model takes no infusions: the rate column has positive rates")
+    covariates, arms = _baseline(data, roles, codes)
+    return _arranged(roles, ids, covariates, arms, doses, observations, pk)
+
+
+def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:
+    """The time, value, amount, event-code, rate and MDV columns as numbers, checked (rate and
+    MDV 0 where the roles name none); the ID column checked for missing values."""
+    values = {
+        role: _numeric(data, getattr(roles, role), role) for role in ("time", "dv", "amt", "evid")
+    }
+    values["rate"] = _numeric(data, roles.rate, "rate") if roles.rate else np.zeros(len(data))
+    values["mdv"] = _numeric(data, roles.mdv, "mdv") if roles.mdv else np.zeros(len(data))
+    if data[roles.id].isna().any():
+        raise ValueError(f"column {roles.id!r} (the id column) has missing values")
+    return values
+
+
+def _event_rows(
+    data: pd.DataFrame, roles: PmxRoles, values: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows are doses and which observations, with their codes, times, doses, rates and
+    observed values checked."""
+    time, dv, amt, evid, rate = (values[k] for k in ("time", "dv", "amt", "evid", "rate"))
+    unknown = sorted(set(np.unique(evid)) - {_OBSERVATION, *_DOSE_CODES})
+    if unknown:
+        raise ValueError(f"column {roles.evid!r} has unsupported event codes {unknown}")
+    if np.any(time < 0):
+        raise ValueError(f"column {roles.time!r} has negative times")
+    # An rxode2 infusion's end is a row with negative rate and amount: drop it.
+    ends = (evid == _INFUSION_BY_RATE) & (rate < 0)
+    is_dose = np.isin(evid, _DOSE_CODES) & ~ends
+    if np.any(amt[is_dose] <= 0):
+        raise ValueError(f"column {roles.amt!r} has dose rows with a dose that is not positive")
+    if np.any(rate[is_dose] < 0):
+        raise ValueError(f"column {roles.rate!r} has negative rates on dose rows")
+    is_obs = (evid == _OBSERVATION) & (values["mdv"] == 0)
+    if not np.all(np.isfinite(dv[is_obs])):
+        rows = _row_labels(data.index[is_obs & ~np.isfinite(dv)])
+        raise ValueError(
+            f"column {roles.dv!r} has missing or infinite values on observation rows {rows}: "
+            "flag a missing observation with MDV 1 (roles.mdv)"
+        )
+    return is_dose, is_obs
+
+
+def _patients(data: pd.DataFrame, roles: PmxRoles) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's patient (position) and the source IDs, refusing IDs that read as one and a
+    patient whose rows are split into separate blocks."""
+    codes, ids = pd.factorize(data[roles.id], sort=False)
+    ids = np.array(ids.tolist(), dtype=object)  # plain Python IDs for messages and reports
+    _refuse_ids_that_read_alike(ids)
+    starts = np.r_[True, codes[1:] != codes[:-1]]
+    if starts.sum() > len(ids):
+        block = pd.Series(np.cumsum(starts)).groupby(codes).transform("nunique").to_numpy()
+        split = ids[codes[np.argmax(block > 1)]]
+        rows = data.index[(codes == codes[np.argmax(block > 1)]) & starts]
+        raise ValueError(
+            f"patient {split!r} has rows in separate blocks, starting at rows "
+            f"{_row_labels(rows)}: two patients share an ID, or the rows are out of order "
+            "(keep each patient's rows together)"
+        )
+    return codes, ids
+
+
+def _dose_table(
+    values: dict[str, np.ndarray], is_dose: np.ndarray, codes: np.ndarray, period: np.ndarray
+) -> pd.DataFrame:
+    """One row per dose, its duration amount / rate for an infusion and 0 otherwise."""
+    amt, rate = values["amt"], values["rate"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        duration = np.where(rate > 0, amt / np.where(rate > 0, rate, 1), 0.0)
+    return pd.DataFrame(
+        {
+            "patient": codes[is_dose],
+            "period": period[is_dose],
+            "time": values["time"][is_dose],
+            "amount": amt[is_dose],
+            "duration": duration[is_dose],
+        }
+    )
+
+
+def _observation_table(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    values: dict[str, np.ndarray],
+    is_obs: np.ndarray,
+    codes: np.ndarray,
+    period: np.ndarray,
+) -> pd.DataFrame:
+    """One row per observation, its endpoint ``"DV"`` without a ``dvid`` column."""
+    endpoint = data[roles.dvid].astype(str).to_numpy() if roles.dvid else np.full(len(data), "DV")
+    return pd.DataFrame(
+        {
+            "patient": codes[is_obs],
+            "period": period[is_obs],
+            "endpoint": endpoint[is_obs],
+            "time": values["time"][is_obs],
+            "dv": values["dv"][is_obs],
+        }
+    )
+
+
+def _refuse_early_observations(
+    doses: pd.DataFrame, observations: pd.DataFrame, ids: np.ndarray
+) -> None:
+    """Refuse observations before the first dose of their patient and period."""
+    first_dose = doses.groupby(["patient", "period"])["time"].min()
+    key = pd.MultiIndex.from_arrays([observations["patient"], observations["period"]])
+    first = first_dose.reindex(key).to_numpy()
+    early = ~(observations["time"].to_numpy() >= first)  # NaN: no dose in that period
+    if early.any():
+        bad = ids[observations.loc[early, "patient"].iloc[0]]
+        raise ValueError(
+            f"{int(early.sum())} observations come before any dose of their patient "
+            f"and period (first: patient {bad!r})"
+        )
+
+
+def _refuse_patients_without_pk(
+    observations: pd.DataFrame, pk: str | None, ids: np.ndarray
+) -> None:
+    """Refuse a patient with no observation of the PK endpoint (none is needed without one)."""
+    observed = np.bincount(
+        observations.loc[observations["endpoint"] == pk, "patient"], minlength=len(ids)
+    )
+    if pk is not None and np.any(observed == 0):
+        raise ValueError(
+            f"patient {ids[np.argmax(observed == 0)]!r} has no observation of the PK endpoint "
+            f"{pk!r}"
+        )
+
+
+def _baseline(
+    data: pd.DataFrame, roles: PmxRoles, codes: np.ndarray
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Each patient's covariates and keep columns, and arm (``"all"`` without an arm column),
+    read at their first row; the covariates checked."""
+    first_rows = np.unique(codes, return_index=True)[1]
+    covariates = data.iloc[first_rows][list(roles.covariates + roles.keep)].reset_index(drop=True)
+    for column in roles.covariates:
+        if column not in roles.categorical and pd.api.types.is_numeric_dtype(covariates[column]):
+            values = covariates[column].to_numpy(dtype=float)
+            if not np.all(np.isfinite(values) & (values > 0)):
+                raise ValueError(f"covariate {column!r} must be positive and not missing")
+        elif covariates[column].isna().any():
+            raise ValueError(f"covariate {column!r} has missing values")
+    arms = (
+        data.iloc[first_rows][roles.arm].astype(str).reset_index(drop=True)
+        if roles.arm
+        else pd.Series(["all"] * len(first_rows))
+    )
+    return covariates, arms
+
+
+def _arranged(
+    roles: PmxRoles,
+    ids: np.ndarray,
+    covariates: pd.DataFrame,
+    arms: pd.Series,
+    doses: pd.DataFrame,
+    observations: pd.DataFrame,
+    pk: str | None,
+) -> StudyEvents:
+    """The checked study, with padded per-patient arrays of the doses and of the PK endpoint's
+    observations."""
+    n = len(ids)
+    pk_obs = observations[observations["endpoint"] == pk]
+    dose_arrays = _padded(doses, ["time", "amount", "duration", "period"], n, 0.0)
+    obs_arrays = _padded(pk_obs, ["time", "dv", "period"], n, np.nan)
+    obs_mask = np.isfinite(obs_arrays[1])
+    obs_time, obs_dv, obs_period = (np.where(obs_mask, a, 0.0) for a in obs_arrays)
+    return StudyEvents(
+        roles=roles,
+        ids=ids,
+        covariates=covariates,
+        arms=arms,
+        doses=doses,
+        observations=observations,
+        dose_time=dose_arrays[0],
+        dose_amount=dose_arrays[1],
+        dose_duration=dose_arrays[2],
+        dose_period=dose_arrays[3].astype(int),
+        obs_time=obs_time,
+        obs_dv=obs_dv,
+        obs_period=obs_period.astype(int),
+        obs_mask=obs_mask,
+    )
+
+
+# --- The shipped datasets ---------------------------------------------------------------------
+
+_NM = {"id": "ID", "time": "TIME", "dv": "DV", "amt": "AMT", "evid": "EVID"}
+
+#: The shipped studies, each a CSV file name and its roles; provenance in
+#: ``synpmx_lite/data/README.md``.
+#:
+#: :meta hide-value:
+DATASETS: dict[str, tuple[str, PmxRoles]] = {
+    "warfarin": (
+        "warfarin.csv",
+        pmx_roles(
+            id="id",
+            time="time",
+            dv="dv",
+            amt="amt",
+            evid="evid",
+            dvid="dvid",
+            nominal_time="time",
+            covariates=["wt", "age", "sex"],
+            weight="wt",
+            pk_endpoint="cp",
+            model=PkModel(compartments=1, route="oral"),
+        ),
+    ),
+    "theo_sd": (
+        "theo_sd.csv",
+        pmx_roles(**_NM, covariates=["WT"], weight="WT", model=PkModel(route="oral")),
+    ),
+    "theo_md": (
+        "theo_md.csv",
+        pmx_roles(**_NM, covariates=["WT"], weight="WT", model=PkModel(route="oral")),
+    ),
+    "pheno_sd": (
+        "pheno_sd.csv",
+        pmx_roles(
+            **_NM, mdv="MDV", covariates=["WT", "APGR"], weight="WT", model=PkModel(route="iv")
+        ),
+    ),
+    "mavoglurant": (
+        "mavoglurant.csv",
+        pmx_roles(
+            **_NM,
+            mdv="MDV",
+            rate="RATE",
+            arm="DOSE",
+            covariates=["AGE", "SEX", "WT", "HT"],
+            categorical=["SEX"],
+            weight="WT",
+            model=PkModel(compartments=2, route="iv"),
+        ),
+    ),
+    "nimoData": (
+        "nimoData.csv",
+        pmx_roles(
+            **_NM,
+            mdv="MDV",
+            rate="RATE",
+            arm="DOS",
+            covariates=["WGT", "BSA", "AGE", "HGT"],
+            weight="WGT",
+            log_dv=True,
+            model=PkModel(compartments=2, route="iv"),
+        ),
+    ),
+    "wbcSim": (
+        "wbcSim.csv",
+        pmx_roles(**_NM, rate="RATE", fit_pk=False),
+    ),
+}
+
+
+def load_dataset(name: str) -> tuple[pd.DataFrame, PmxRoles]:
+    """Read one of the public studies shipped with the package, with its roles.
+
+    Parameters
+    ----------
+    name : str
+        One of ``"warfarin"``, ``"theo_sd"``, ``"theo_md"``, ``"pheno_sd"``,
+        ``"mavoglurant"``, ``"nimoData"``, ``"wbcSim"`` (see ``synpmx_lite/data/README.md``
+        for provenance).
+
+    Returns
+    -------
+    data : pandas.DataFrame
+        The event table, as shipped (no row or value changed).
+    roles : PmxRoles
+        Its column roles and the PK model it calls for: warfarin one compartment with
+        first-order absorption (concentrations ``cp``; ``pca`` is a PD endpoint; an absorption
+        lag lowers the OFV further but its random effects shrink by about two thirds),
+        theophylline one compartment oral, phenobarbital one compartment IV bolus,
+        mavoglurant and nimotuzumab two compartments with zero-order infusions
+        (nimotuzumab's DV are log concentrations: they rise by about log 2 per doubling of
+        the dose, and some are negative), and wbcSim no PK model (its white-cell counts are
+        its one endpoint, a PD endpoint; the individual PK parameters it carries are not
+        read).
+
+    Examples
+    --------
+    >>> data, roles = load_dataset("theo_sd")
+    >>> data[roles.id].nunique(), roles.model.parameters
+    (12, ('cl', 'v', 'ka'))
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    if name not in DATASETS:
+        raise ValueError(f"name must be one of {sorted(DATASETS)}, got {name!r}")
+    file, roles = DATASETS[name]
+    with resources.files("synpmx_lite").joinpath("data", file).open("r") as handle:
+        data = pd.read_csv(handle)
+    return data, roles

@@ -1,0 +1,81 @@
+import dataclasses
+import json
+
+import pytest
+
+from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator.release import (
+    FINGERPRINT_FIELDS,
+    Fingerprint,
+    arm_label,
+    engine_label_clashes,
+    release_problems,
+    synthetic_id,
+)
+from tests.simulated import known_fingerprint
+
+
+def _json(**changes):
+    released = json.loads(known_fingerprint(20).to_json())
+    released.update(changes)
+    return json.dumps(released)
+
+
+def test_a_valid_fingerprint_has_no_problems_and_reads_back():
+    fingerprint = known_fingerprint(20)
+    assert release_problems(json.loads(fingerprint.to_json())) == []
+    assert Fingerprint.from_json(fingerprint.to_json()) == fingerprint
+    assert set(json.loads(fingerprint.to_json())) == set(FINGERPRINT_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        # Wrong types: before, these were read and generation failed inside numpy.
+        ({"cohort_size": "20"}, TypeError, "cohort_size must be an integer"),
+        ({"typical": {"cl": "1", "v": 10.0}}, TypeError, "typical.cl must be a number"),
+        ({"arms": {"arm": "all"}}, TypeError, "arms must be a list"),
+        ({"omega": [0.09, 0.04]}, TypeError, "omega must be an object"),
+        ({"log_dv": "no"}, TypeError, "log_dv must be true or false"),
+        ({"categories": {"SEX": [["F", 0.5, 1]]}}, TypeError, r"categories.SEX\[0\] must be"),
+        # Values out of range or outside the allowlist.
+        ({"dose_change_rate": 1.5}, ValueError, "dose_change_rate must lie in"),
+        ({"typical": {"cl": 1.0}}, ValueError, r"typical lacks \['v'\]"),
+        ({"typical": {"cl": 1.0, "v": 10.0, "ka": 1.0}}, ValueError, "keys outside"),
+        ({"error": "exponential"}, ValueError, "error must be one of"),
+        ({"pk_endpoint": "cp"}, ValueError, "pk_endpoint is not one of the endpoints"),
+        ({"patients": [1, 2]}, ValueError, "fields outside the allowlist: patients"),
+        ({"checks": {"P4": "ok", "P5": "pass"}}, ValueError, "checks.P4 must be one of"),
+    ],
+)
+def test_from_json_refuses_what_is_not_a_fingerprint(changes, error, message):
+    with pytest.raises(error, match=message):
+        Fingerprint.from_json(_json(**changes))
+
+
+def test_from_json_refuses_text_that_is_not_json():
+    with pytest.raises(ValueError, match="text is not JSON"):
+        Fingerprint.from_json("{cohort_size: 3")
+    with pytest.raises(TypeError, match="text must be a JSON string"):
+        Fingerprint.from_json({"cohort_size": 3})
+    with pytest.raises(TypeError, match="must be a JSON object"):
+        Fingerprint.from_json("[]")
+
+
+def test_a_fingerprint_is_checked_when_made():
+    with pytest.raises(TypeError, match=r"arms\[0\].patients must be an integer"):
+        dataclasses.replace(
+            known_fingerprint(), arms=[dict(known_fingerprint().arms[0], patients=12.5)]
+        )
+
+
+def test_a_fingerprint_read_back_generates():
+    text = known_fingerprint(30).to_json()
+    assert len(synpmx_model_generate(Fingerprint.from_json(text), seed=1)["id"].unique()) == 30
+
+
+def test_engine_labels():
+    assert [arm_label(i) for i in range(3)] == ["arm 1", "arm 2", "arm 3"]
+    assert [synthetic_id(i) for i in (0, 41)] == ["syn-0001", "syn-0042"]
+    clashes = engine_label_clashes([1, "syn-7", " SYN-0001", "arm 3", "ARM 12", "arm", "armada 1"])
+    assert clashes == ["syn-7", " SYN-0001", "arm 3", "ARM 12"]
