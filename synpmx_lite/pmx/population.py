@@ -572,10 +572,12 @@ def fit_population(
     model, error = _checked_model_and_error(study, model, error)
     if study.roles.log_dv and error != "additive":
         raise ValueError("log concentrations (roles.log_dv) take error='additive'")
-    if model.route == "oral" and np.any(study.dose_duration > 0):
+    central = study.dose_central if study.dose_central is not None else False
+    if model.route == "oral" and np.any((study.dose_duration > 0) & ~central):
         raise ValueError(
-            f"model {model} takes no infusions, and the study's doses include infusions: "
-            "use PkModel(route='iv')"
+            f"model {model} takes no infusions into the depot, and the study's doses include "
+            "infusions: use PkModel(route='iv'), or give them into the central compartment "
+            "(roles.cmt)"
         )
     max_iterations = check_count(max_iterations, "max_iterations")
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
