@@ -105,7 +105,7 @@ https://github.com/nlmixrdevelopment/nlmixr/issues/488
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -223,6 +223,8 @@ class PopulationFit:
     n_unit_variance : int
         Non-zero observations predicted as exactly 0 at the estimates, whose proportional
         error variance is set to 1 (each adds its squared value to the OFV).
+    study : StudyEvents or None
+        The study fitted, which :meth:`residuals` reads.
     """
 
     model: PkModel
@@ -242,6 +244,7 @@ class PopulationFit:
     starts: pd.DataFrame | None = None
     n_left_out: int = 0
     n_unit_variance: int = 0
+    study: StudyEvents | None = field(default=None, repr=False, compare=False)
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -252,6 +255,23 @@ class PopulationFit:
     def n_patients(self) -> int:
         """Patients fitted."""
         return len(self.eta)
+
+    def residuals(self) -> pd.DataFrame:
+        """PRED, IPRED, WRES, CWRES and IWRES per observation (NONMEM's definitions; see
+        :func:`synpmx_lite.pmx.diagnostics.fit_residuals`)."""
+        from .diagnostics import fit_residuals  # diagnostics builds on this module
+
+        if self.study is None:
+            raise ValueError("this fit holds no study: call fit_residuals(fit, study)")
+        return fit_residuals(self, self.study)
+
+    @property
+    def epsilon_shrinkage(self) -> float:
+        """Epsilon-shrinkage, 1 - SD(IWRES) (Savic and Karlsson, 2009), beside the
+        eta-shrinkage in ``shrinkage``."""
+        from .diagnostics import epsilon_shrinkage
+
+        return epsilon_shrinkage(self.residuals())
 
     def summary(self, method: str = "hessian") -> pd.DataFrame:
         r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
@@ -756,6 +776,7 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         starts=starts,
         n_left_out=n_left_out,
         n_unit_variance=int(unit_variance.sum()),
+        study=study,
     )
     if diagnostics:
         warnings.warn(
