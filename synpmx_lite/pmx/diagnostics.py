@@ -27,13 +27,22 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotnine as p9
 
+from .._validation import check_count, check_rng
+from ..plotting import theme_book
 from ._foce import _Problem
 from .pk import _sensitivities
 from .population import ERROR_MODELS, PopulationFit
 from .study import StudyEvents
 
-__all__ = ["epsilon_shrinkage", "fit_residuals"]
+__all__ = [
+    "epsilon_shrinkage",
+    "fit_residuals",
+    "goodness_of_fit_plot",
+    "visual_predictive_check",
+    "vpc_plot",
+]
 
 
 def fit_residuals(fit: PopulationFit, study: StudyEvents) -> pd.DataFrame:
@@ -124,3 +133,166 @@ def _weighted(
     covariance[:, np.arange(width), np.arange(width)] += padded_v
     factor = np.linalg.cholesky(covariance)
     return np.linalg.solve(factor, padded_r[..., None])[..., 0][problem.patient, slot]
+
+
+def visual_predictive_check(
+    fit: PopulationFit,
+    *,
+    replicates: int = 200,
+    seed: object,
+    prediction_corrected: bool = False,
+    bins: int = 10,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A visual predictive check: the observed 5th, 50th and 95th percentiles of each time bin
+    beside the 95 % intervals of the same percentiles over studies simulated from the fit.
+
+    Each replicate draws every patient's random effects from :math:`N(0, \\Omega)` and each
+    observation's residual error at the fitted variance, at the study's own doses and times.
+    The prediction-corrected check :cite:p:`bergstrand2011prediction` scales each value by
+    the median PRED of its bin over its own PRED (on a log scale, adds the difference), so
+    that observations of different doses and covariates can share a bin.
+
+    Parameters
+    ----------
+    fit : PopulationFit
+        The fit (with its study).
+    replicates : int, default 200
+        Simulated studies.
+    seed : int, numpy.random.Generator or None
+        Seed of the one generator the simulation draws from.
+    prediction_corrected : bool, default False
+        Whether to prediction-correct observed and simulated values.
+    bins : int, default 10
+        Time bins, of about equal numbers of observations (unique times where there are no
+        more of them than ``bins``).
+
+    Returns
+    -------
+    observed : pandas.DataFrame
+        One row per observation: ``time``, ``bin``, ``dv`` (prediction-corrected if asked).
+    percentiles : pandas.DataFrame
+        One row per bin and percentile: ``bin``, ``time`` (the bin's median time),
+        ``percentile`` (5, 50, 95), ``observed``, ``low``, ``median``, ``high`` (the 2.5th,
+        50th and 97.5th percentiles of the simulated studies' percentile).
+    """
+    if not isinstance(fit, PopulationFit) or fit.study is None:
+        raise TypeError("fit must be a PopulationFit that holds its study")
+    if not isinstance(prediction_corrected, bool):
+        raise TypeError(f"prediction_corrected must be a bool, got {prediction_corrected!r}")
+    replicates = check_count(replicates, "replicates", minimum=20)
+    bins = check_count(bins, "bins", minimum=1)
+    problem = _Problem(fit.study, fit.model, fit.error, ERROR_MODELS[fit.error])
+    time = fit.study.obs_time[fit.study.obs_mask]
+    simulated, pred = _simulated_studies(fit, problem, replicates, check_rng(seed, "seed"))
+    groups = _time_bins(time, bins)
+    observed = problem.y
+    if prediction_corrected:
+        observed, simulated = (_corrected(v, pred, groups, problem.log_dv)
+                               for v in (observed, simulated))  # fmt: skip
+    rows = []
+    for b in np.unique(groups):
+        inside = groups == b
+        sim = np.quantile(simulated[:, inside], _PERCENTILES, axis=1)  # (3, replicates)
+        spread = np.quantile(sim, (0.025, 0.5, 0.975), axis=1)  # (3 intervals, 3 percentiles)
+        for j, q in enumerate(_PERCENTILES):
+            rows.append({
+                "bin": int(b), "time": float(np.median(time[inside])), "percentile": 100 * q,
+                "observed": float(np.quantile(observed[inside], q)),
+                "low": spread[0, j], "median": spread[1, j], "high": spread[2, j],
+            })  # fmt: skip
+    table = pd.DataFrame({"time": time, "bin": groups, "dv": observed})
+    return table, pd.DataFrame(rows)
+
+
+_PERCENTILES = (0.05, 0.5, 0.95)
+
+
+def _simulated_studies(
+    fit: PopulationFit, problem: _Problem, replicates: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(replicates, observations)`` values simulated from the fit, and the PRED."""
+    names = list(fit.model.parameters)
+    mu = np.log(fit.typical[names].to_numpy())
+    eta = rng.standard_normal((replicates, problem.n_patients, len(names)))
+    log_theta = mu + eta * np.sqrt(fit.omega[names].to_numpy())
+    with np.errstate(all="ignore"):
+        f = _sensitivities(fit.model, problem.dosing, log_theta, 0)[0]
+        pred = _sensitivities(fit.model, problem.dosing, np.broadcast_to(mu, eta.shape[1:]), 0)[0]
+    if problem.log_dv:
+        f, pred = np.log(f), np.log(pred)
+    a, b = (float(fit.residual.get(name, 0.0)) for name in ("additive", "proportional"))
+    noise = np.sqrt(a**2 + b**2 * f**2) * rng.standard_normal(f.shape)
+    return f + noise, pred
+
+
+def _time_bins(time: np.ndarray, bins: int) -> np.ndarray:
+    """Each observation's time bin: its unique time where there are at most ``bins``, else
+    bins of about equal counts."""
+    unique = np.unique(time)
+    if unique.size <= bins:
+        return np.searchsorted(unique, time)
+    edges = np.unique(np.quantile(time, np.linspace(0, 1, bins + 1)[1:-1]))
+    return np.searchsorted(edges, time, side="right")
+
+
+def _corrected(values, pred: np.ndarray, groups: np.ndarray, log_scale: bool) -> np.ndarray:
+    """Prediction-corrected values (Bergstrand et al., 2011): scaled by the bin's median PRED
+    over the observation's own (shifted by their difference on a log scale)."""
+    median = pd.Series(pred).groupby(groups).transform("median").to_numpy()
+    if log_scale:
+        return values + (median - pred)
+    return values * median / np.where(pred > 0, pred, np.nan)
+
+
+def goodness_of_fit_plot(residuals: pd.DataFrame) -> p9.ggplot:
+    """The four goodness-of-fit panels: DV against PRED and IPRED (with the identity line),
+    CWRES against time and PRED (with zero and +-2), from :func:`fit_residuals`."""
+    panels = {
+        "DV vs PRED": ("pred", "dv"),
+        "DV vs IPRED": ("ipred", "dv"),
+        "CWRES vs time": ("time", "cwres"),
+        "CWRES vs PRED": ("pred", "cwres"),
+    }
+    long = pd.concat(
+        [
+            pd.DataFrame({"panel": name, "x": residuals[x], "y": residuals[y]})
+            for name, (x, y) in panels.items()
+        ]
+    )
+    long["panel"] = pd.Categorical(long["panel"], categories=list(panels))
+    identity = pd.DataFrame({"panel": pd.Categorical(list(panels)[:2], categories=list(panels))})
+    levels = pd.DataFrame(
+        {
+            "panel": pd.Categorical(np.repeat(list(panels)[2:], 3), categories=list(panels)),
+            "y": np.tile([-2.0, 0.0, 2.0], 2),
+        }
+    )
+    return (
+        p9.ggplot(long, p9.aes("x", "y"))
+        + p9.geom_point(alpha=0.45, size=1.2, color="#1B6CA8")
+        + p9.geom_abline(p9.aes(intercept=0, slope=1), data=identity, color="#D95F02")
+        + p9.geom_hline(p9.aes(yintercept="y"), data=levels, color="#D95F02", linetype="dashed")
+        + p9.geom_smooth(method="lowess", se=False, color="black", size=0.6)
+        + p9.facet_wrap("panel", scales="free", ncol=2)
+        + p9.labs(x="", y="")
+        + theme_book(width=8, height=6)
+    )
+
+
+def vpc_plot(observed: pd.DataFrame, percentiles: pd.DataFrame, *, ylabel: str) -> p9.ggplot:
+    """The visual predictive check of :func:`visual_predictive_check`: observed values as
+    points, observed percentiles as lines, simulated 95 % intervals of each as bands."""
+    bands = percentiles.assign(percentile=percentiles["percentile"].map("{:g}th".format))
+    return (
+        p9.ggplot(bands, p9.aes("time"))
+        + p9.geom_ribbon(p9.aes(ymin="low", ymax="high", fill="percentile"), alpha=0.3)
+        + p9.geom_point(p9.aes(y="dv"), data=observed, alpha=0.3, size=0.9, color="grey")
+        + p9.geom_line(p9.aes(y="observed", color="percentile"), size=0.9)
+        + p9.scale_fill_manual(values=_VPC_COLOURS)
+        + p9.scale_color_manual(values=_VPC_COLOURS)
+        + p9.labs(x="time (h)", y=ylabel, fill="percentile", color="percentile")
+        + theme_book(width=8, height=3.6)
+    )
+
+
+_VPC_COLOURS = {"5th": "#1B6CA8", "50th": "#D95F02", "95th": "#1B6CA8"}

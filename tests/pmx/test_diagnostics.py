@@ -5,8 +5,8 @@ import pytest
 
 from synpmx_lite.pmx.diagnostics import epsilon_shrinkage, fit_residuals
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
-from synpmx_lite.pmx.population import fit_population
-from synpmx_lite.pmx.study import prepare_study
+from synpmx_lite.pmx.population import FitWarning, fit_population
+from synpmx_lite.pmx.study import load_dataset, prepare_study
 from tests.pmx.test_population import simulate
 
 
@@ -75,3 +75,27 @@ def test_residuals_refuse_another_study(simulated_fit):
     fit, study = simulated_fit
     with pytest.raises(ValueError, match="study must hold the fit's patients"):
         fit_residuals(fit, study.subset(np.arange(study.n_patients) > 0))
+
+
+# A warfarin shadow cohort (24 of 32 patients, by position) whose fit lands on the flip-flop
+# optimum: V a thirtieth of the drug's, once reported converged.
+FLIP_FLOP_COHORT = [2, 3, 4, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 25, 26, 27,
+                    28, 29, 30, 31]  # fmt: skip
+
+
+def test_the_degenerate_flip_flop_fit_of_a_warfarin_shadow_cohort_is_flagged():
+    study = prepare_study(*load_dataset("warfarin"))
+    cohort = study.subset(np.isin(np.arange(study.n_patients), FLIP_FLOP_COHORT))
+    with pytest.warns(FitWarning, match="not identified: ka .* below the elimination rate"):
+        fit = fit_population(cohort)
+    assert not fit.converged
+    assert fit.typical["v"] < fit.typical["cl"] / fit.typical["ka"] * 1.001  # V is CL/ka'
+    assert fit.typical["v"] < 7.0 / 20
+    [message] = [m for m in fit.diagnostics if "flip-flop" in m]
+    mirror_v = float(message.split("against ")[1].split(" ")[0])
+    assert 6 < mirror_v < 10  # the mirror is the drug's volume
+
+
+def test_a_fit_on_the_usual_side_runs_no_mirror_and_stays_converged():
+    fit = fit_population(prepare_study(*load_dataset("warfarin")))
+    assert fit.converged and fit.typical["ka"] > fit.typical["cl"] / fit.typical["v"]
