@@ -1,9 +1,10 @@
 """Residual diagnostics: NONMEM's PRED, IPRED, WRES, CWRES and IWRES, and epsilon-shrinkage."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from synpmx_lite.pmx.diagnostics import epsilon_shrinkage, fit_residuals
+from synpmx_lite.pmx.diagnostics import epsilon_shrinkage, fit_residuals, visual_predictive_check
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import FitWarning, fit_population
 from synpmx_lite.pmx.study import load_dataset, prepare_study
@@ -99,3 +100,28 @@ def test_the_degenerate_flip_flop_fit_of_a_warfarin_shadow_cohort_is_flagged():
 def test_a_fit_on_the_usual_side_runs_no_mirror_and_stays_converged():
     fit = fit_population(prepare_study(*load_dataset("warfarin")))
     assert fit.converged and fit.typical["ka"] > fit.typical["cl"] / fit.typical["v"]
+
+
+@pytest.mark.parametrize("corrected", [False, True])
+def test_the_vpc_of_data_simulated_from_the_fit_covers_the_observed_percentiles(
+    simulated_fit, corrected
+):
+    fit, _ = simulated_fit
+    observed, percentiles = visual_predictive_check(
+        fit, replicates=100, seed=4, prediction_corrected=corrected
+    )
+    assert len(percentiles) == 3 * 7 and len(observed) == fit.n_observations
+    inside = (percentiles["observed"] >= percentiles["low"]) & (
+        percentiles["observed"] <= percentiles["high"]
+    )
+    assert inside.mean() >= 0.8  # 95 % intervals, 21 of them, from one simulated study
+    again = visual_predictive_check(fit, replicates=100, seed=4, prediction_corrected=corrected)
+    pd.testing.assert_frame_equal(again[1], percentiles)
+    assert (percentiles["low"] <= percentiles["median"]).all()
+
+
+def test_the_vpc_refuses_a_fit_without_its_study(simulated_fit):
+    from dataclasses import replace
+
+    with pytest.raises(TypeError, match="holds its study"):
+        visual_predictive_check(replace(simulated_fit[0], study=None), seed=1)
