@@ -322,7 +322,8 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     )
     table["mdv"] = table["evid"]
     table[["addl", "ii", "ss"]] = 0
-    observed_in = 2 if source is not None and source.roles.model.route == "oral" else 1
+    oral = fingerprint.model is not None and fingerprint.model["route"] == "oral"
+    observed_in = 2 if oral else 1  # NONMEM's central compartment of the released model
     table["cmt"] = np.where(table["evid"] == 1, 1, observed_in)
     table["nominal_time"] = table["time"]
     table["arm"] = arm_labels[table["patient"].to_numpy()]

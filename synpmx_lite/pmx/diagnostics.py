@@ -33,8 +33,10 @@ from .._validation import check_count, check_rng
 from ..plotting import theme_book
 from ._foce import _Problem
 from .pk import _sensitivities
-from .population import ERROR_MODELS, PopulationFit
 from .study import StudyEvents
+
+# A fit is a population.PopulationFit, read by its fields: population imports this module
+# (PopulationFit.residuals), so this one cannot import it back.
 
 __all__ = [
     "epsilon_shrinkage",
@@ -45,7 +47,7 @@ __all__ = [
 ]
 
 
-def fit_residuals(fit: PopulationFit, study: StudyEvents) -> pd.DataFrame:
+def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
     """PRED, IPRED, WRES, CWRES and IWRES of every observation of a fit's PK endpoint.
 
     Parameters
@@ -63,13 +65,12 @@ def fit_residuals(fit: PopulationFit, study: StudyEvents) -> pd.DataFrame:
         ``wres``, ``cwres`` and ``iwres``. An observation left out of the likelihood (an
         observed 0 under proportional error) has NaN weighted residuals.
     """
-    if not isinstance(fit, PopulationFit):
-        raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+    _check_fit(fit)
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
     if list(study.ids) != list(fit.eta.index):
         raise ValueError("study must hold the fit's patients, in the fit's order")
-    problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error])
+    problem = _problem(fit, study)
     names = list(fit.model.parameters)
     mu = np.log(fit.typical[names].to_numpy())
     eta = fit.eta[names].to_numpy()
@@ -95,6 +96,16 @@ def fit_residuals(fit: PopulationFit, study: StudyEvents) -> pd.DataFrame:
     if problem.left_out is not None:
         table.loc[problem.left_out, ["wres", "cwres", "iwres"]] = np.nan
     return table
+
+
+def _check_fit(fit: object) -> None:
+    if type(fit).__name__ != "PopulationFit":
+        raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+
+
+def _problem(fit: object, study: StudyEvents) -> _Problem:
+    """The fit's likelihood problem on ``study``: its dosing pairs and observations."""
+    return _Problem(study, fit.model, fit.error, tuple(fit.residual.index))
 
 
 def epsilon_shrinkage(residuals: pd.DataFrame) -> float:
@@ -136,7 +147,7 @@ def _weighted(
 
 
 def visual_predictive_check(
-    fit: PopulationFit,
+    fit: object,
     *,
     replicates: int = 200,
     seed: object,
@@ -175,13 +186,14 @@ def visual_predictive_check(
         ``percentile`` (5, 50, 95), ``observed``, ``low``, ``median``, ``high`` (the 2.5th,
         50th and 97.5th percentiles of the simulated studies' percentile).
     """
-    if not isinstance(fit, PopulationFit) or fit.study is None:
+    _check_fit(fit)
+    if fit.study is None:
         raise TypeError("fit must be a PopulationFit that holds its study")
     if not isinstance(prediction_corrected, bool):
         raise TypeError(f"prediction_corrected must be a bool, got {prediction_corrected!r}")
     replicates = check_count(replicates, "replicates", minimum=20)
     bins = check_count(bins, "bins", minimum=1)
-    problem = _Problem(fit.study, fit.model, fit.error, ERROR_MODELS[fit.error])
+    problem = _problem(fit, fit.study)
     time = fit.study.obs_time[fit.study.obs_mask]
     simulated, pred = _simulated_studies(fit, problem, replicates, check_rng(seed, "seed"))
     groups = _time_bins(time, bins)
@@ -208,7 +220,7 @@ _PERCENTILES = (0.05, 0.5, 0.95)
 
 
 def _simulated_studies(
-    fit: PopulationFit, problem: _Problem, replicates: int, rng: np.random.Generator
+    fit: object, problem: _Problem, replicates: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(replicates, observations)`` values simulated from the fit, and the PRED."""
     names = list(fit.model.parameters)
