@@ -96,6 +96,13 @@ from .generator.influence import (
 )
 from .generator.protections import fold_categories, loq_floor, trimmed_log_summary
 from .generator.release import FINGERPRINT_FIELDS, Fingerprint, release_problems
+from .pmx.diagnostics import (
+    epsilon_shrinkage,
+    fit_residuals,
+    goodness_of_fit_plot,
+    visual_predictive_check,
+    vpc_plot,
+)
 from .pmx.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from .pmx.pk import PkModel, predict_concentrations
 from .pmx.population import (
@@ -154,12 +161,15 @@ __all__ = [
     "dp_mean_query",
     "draw_attendance",
     "empirical_bayes_estimates",
+    "epsilon_shrinkage",
     "equivalent_patients",
     "exact_means",
     "fit_pd_endpoint",
     "fit_population",
+    "fit_residuals",
     "fold_categories",
     "generator_membership_attack",
+    "goodness_of_fit_plot",
     "importance_sampling_ofv",
     "influence_moves",
     "inversion_sweep",
@@ -201,4 +211,6 @@ __all__ = [
     "synpmx_model_generate",
     "trimmed_log_summary",
     "true_positive_rate_at",
+    "visual_predictive_check",
+    "vpc_plot",
 ]

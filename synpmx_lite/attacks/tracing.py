@@ -78,6 +78,7 @@ _GRANULARITY = -40
 
 # The largest Laplace scale OpenDP's parameter search explores (its bands stop at 2**49).
 _MAX_SCALE = 2.0**49
+_MAX_SIZE = 2**31 - 1  # OpenDP holds a vector domain's size as an i32
 
 # Unpacked predicate bits are processed in blocks of about this many entries, to bound memory.
 _BLOCK = 1 << 21
@@ -574,12 +575,19 @@ def dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQu
     Raises
     ------
     ValueError
-        If ``epsilon`` is so small that the scale would exceed :math:`2^{49}`, the largest
-        OpenDP's parameter search explores; the release would then be noise of more than
-        :math:`10^{14}` times the range of a mean.
+        If ``sample_size`` is past :math:`2^{31} - 1`, the largest size OpenDP's vector domain
+        holds (a 32-bit integer), or if ``epsilon`` is so small that the scale would exceed
+        :math:`2^{49}`, the largest OpenDP's parameter search explores; the release would
+        then be noise of more than :math:`10^{14}` times the range of a mean.
     """
+    sample_size = check_count(sample_size, "sample_size")
+    if sample_size > _MAX_SIZE:
+        raise ValueError(
+            f"sample_size must be at most {_MAX_SIZE} (OpenDP holds a vector's size as a 32-bit "
+            f"integer), got {sample_size}"
+        )
     return _dp_mean_query(
-        check_count(sample_size, "sample_size"),
+        sample_size,
         check_count(predicates, "predicates"),
         check_real(epsilon, "epsilon", low=0, low_open=True),
     )

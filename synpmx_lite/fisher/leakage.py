@@ -346,6 +346,11 @@ def logistic_l2_path(
         raise ValueError(
             f"y must have one label per row of X: X has {X.shape[0]} rows, y has {y.size}"
         )
+    if np.unique(y).size < 2:
+        raise ValueError(
+            f"y must hold both labels 0 and 1, got only {int(y[0])}: a classifier of one class "
+            "has nothing to separate"
+        )
     grid = (
         np.geomspace(1e-6, 1.0, 49) if candidates is None else check_array(candidates, "candidates")
     )

@@ -272,6 +272,12 @@ def synpmx_model_estimate(
     fail = check_real(fail, "fail", low=review)
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
+    if study.dose_central is not None:
+        # The fingerprint's doses carry no route: synthetic IV doses would be given orally.
+        raise ValueError(
+            "data has doses into the central compartment (roles.cmt 2) under an oral model: "
+            "the fingerprint releases no dose route, so such a study cannot be released yet"
+        )
     kept, last, history = _influence_rounds(
         study, error, drop_influential, min_arm_patients=min_arm_patients, review=review, fail=fail
     )

@@ -47,6 +47,9 @@ from .release import Fingerprint, synthetic_id
 __all__ = ["synpmx_model_generate"]
 
 _COLUMNS = ("id", "time", "amt", "dv", "evid", "mdv", "rate", "dvid", "nominal_time", "arm")
+# NONMEM items written only where the source's roles name them: no additional doses, no steady
+# state, every dose into the model's dosing compartment (1) and observations in the central one.
+_NONMEM_COLUMNS = ("addl", "ii", "ss", "cmt")
 
 
 def _column_names(fit: ModelFit | None) -> dict[str, str]:
@@ -54,7 +57,7 @@ def _column_names(fit: ModelFit | None) -> dict[str, str]:
     if fit is None:
         return {c: c for c in _COLUMNS}
     names: dict[str, str] = {}
-    for column in _COLUMNS:
+    for column in _COLUMNS + _NONMEM_COLUMNS:
         name = getattr(fit.roles, column)
         # One source column may play two roles (warfarin's time is its nominal time).
         if name is not None and name not in names.values():
@@ -318,6 +321,10 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         ["patient", "period", "time", "evid", "dvid"], ascending=[1, 1, 1, 0, 1], kind="stable"
     )
     table["mdv"] = table["evid"]
+    table[["addl", "ii", "ss"]] = 0
+    oral = fingerprint.model is not None and fingerprint.model["route"] == "oral"
+    observed_in = 2 if oral else 1  # NONMEM's central compartment of the released model
+    table["cmt"] = np.where(table["evid"] == 1, 1, observed_in)
     table["nominal_time"] = table["time"]
     table["arm"] = arm_labels[table["patient"].to_numpy()]
     for name, values in covariates.items():

@@ -54,6 +54,7 @@ class _Problem:
             study.obs_time,
             observed=study.obs_mask,
             same_period=None if periods.all() else periods,
+            dose_central=study.dose_central,
         )
         self.n_patients = study.n_patients
         self.patient = self.dosing.obs_patient

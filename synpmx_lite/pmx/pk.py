@@ -259,6 +259,7 @@ class _Dosing:
     amount: np.ndarray
     duration: np.ndarray
     infused: bool
+    central: np.ndarray | None = None  # pairs of doses into the central compartment (oral model)
 
 
 def _dosing(
@@ -269,8 +270,10 @@ def _dosing(
     *,
     observed: np.ndarray | None = None,
     same_period: np.ndarray | None = None,
+    dose_central: np.ndarray | None = None,
 ) -> _Dosing:
-    """Pairs of the doses ``(n, d)`` and observation times ``(n, t)`` where ``observed``."""
+    """Pairs of the doses ``(n, d)`` and observation times ``(n, t)`` where ``observed``;
+    ``dose_central`` flags the doses into the central compartment under an oral model."""
     observed = np.ones(times.shape, dtype=bool) if observed is None else observed
     patient, slot = np.nonzero(observed)
     elapsed = times[patient, slot][:, None] - dose_time[patient]  # (observations, doses)
@@ -291,6 +294,7 @@ def _dosing(
         amount=amount,
         duration=duration,
         infused=bool(np.any(duration > 0)),
+        central=None if dose_central is None else dose_central[patient[obs], dose] & (amount > 0),
     )
 
 
@@ -356,32 +360,67 @@ def _response(model: PkModel, dosing: _Dosing, u: np.ndarray, order: int):
     ``order``. Each exponential term ``c_m E(lam_m, ka, t - tlag)`` of each pair is
     differentiated by hand, then the pairs are summed into their observations.
     """
-    m = model.compartments
+    if model.route == "iv":
+        return _central_response(model, dosing, u, dosing.amount, order)
+    if dosing.central is None:
+        return _depot_response(model, dosing, u, dosing.amount, order)
+    # An oral model with IV doses: the depot's doses and the central ones add up; the central
+    # ones do not depend on ka or tlag (zero columns in those primitives).
+    depot = _depot_response(model, dosing, u, np.where(dosing.central, 0.0, dosing.amount), order)
+    central = _central_response(
+        model, dosing, u, np.where(dosing.central, dosing.amount, 0.0), order
+    )
+    summed = [depot[0] + central[0]]
+    for k, (d, c) in enumerate(zip(depot[1:], central[1:], strict=True), start=1):
+        if d is not None:
+            d = d.copy()
+            d[(..., *(slice(0, c.shape[-1]),) * k)] += c
+        summed.append(d)
+    return tuple(summed)
+
+
+def _pair_terms(m: int, dosing: _Dosing, u: np.ndarray, amounts: np.ndarray) -> tuple:
+    """The primitives at each (dose, observation) pair (all, ``c_m``, ``lambda_m``), the
+    elapsed times and amounts as columns, and the sum of pairs into their observations."""
     at_pairs = u[..., dosing.pair_patient, :]
-    c, lam = at_pairs[..., :m], at_pairs[..., m : 2 * m]
-    t = dosing.elapsed[:, None]
-    amount = dosing.amount[:, None]
 
     def total(x: np.ndarray) -> np.ndarray:
         return np.add.reduceat(x, dosing.pair_start, axis=-2)
 
-    if model.route == "iv":
-        e = _bolus_or_infusion(lam, t, dosing.duration[:, None], dosing.infused, order)
-        f = total(amount * c * e[0]).sum(axis=-1)
-        if order == 0:
-            return f, None, None
-        weighted = [amount * x for x in e]
-        first = [total(weighted[0]), total(c * weighted[1])]  # d/dc_m, d/dlam_m
-        f_u = np.concatenate(first, axis=-1)
-        if order == 1:
-            return f, f_u, None
-        f_uu = np.zeros((*f_u.shape, f_u.shape[-1]))
-        diagonal = np.arange(m)
-        cross = total(weighted[1])
-        f_uu[..., diagonal, m + diagonal] = cross
-        f_uu[..., m + diagonal, diagonal] = cross
-        f_uu[..., m + diagonal, m + diagonal] = total(c * weighted[2])
-        return f, f_u, f_uu
+    c, lam = at_pairs[..., :m], at_pairs[..., m : 2 * m]
+    return at_pairs, c, lam, dosing.elapsed[:, None], amounts[:, None], total
+
+
+def _central_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, order: int):
+    """``_response`` for doses ``amounts`` (per pair) into the central compartment: boluses,
+    or infusions where the dose has a duration. Derivatives in the ``c_m`` and ``lambda_m``
+    primitives only."""
+    m = model.compartments
+    _, c, lam, t, amount, total = _pair_terms(m, dosing, u, amounts)
+
+    e = _bolus_or_infusion(lam, t, dosing.duration[:, None], dosing.infused, order)
+    f = total(amount * c * e[0]).sum(axis=-1)
+    if order == 0:
+        return f, None, None
+    weighted = [amount * x for x in e]
+    first = [total(weighted[0]), total(c * weighted[1])]  # d/dc_m, d/dlam_m
+    f_u = np.concatenate(first, axis=-1)
+    if order == 1:
+        return f, f_u, None
+    f_uu = np.zeros((*f_u.shape, f_u.shape[-1]))
+    diagonal = np.arange(m)
+    cross = total(weighted[1])
+    f_uu[..., diagonal, m + diagonal] = cross
+    f_uu[..., m + diagonal, diagonal] = cross
+    f_uu[..., m + diagonal, m + diagonal] = total(c * weighted[2])
+    return f, f_u, f_uu
+
+
+def _depot_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, order: int):
+    """``_response`` for doses ``amounts`` (per pair) into the depot, absorbed at first order
+    after any lag."""
+    m = model.compartments
+    at_pairs, c, lam, t, amount, total = _pair_terms(m, dosing, u, amounts)
 
     ka = at_pairs[..., 2 * m : 2 * m + 1]
     active = None
@@ -489,6 +528,7 @@ def predict_concentrations(
     *,
     dose_period: object = None,
     time_period: object = None,
+    dose_central: object = None,
 ) -> np.ndarray:
     """Concentrations of a linear PK model after any number of doses, for many patients at once.
 
@@ -509,6 +549,10 @@ def predict_concentrations(
     dose_period, time_period : array_like of int, optional
         Shapes ``(n, d)`` and ``(n, t)``: the dosing period of each dose and observation; a
         dose acts only within its own period. Default: one period.
+    dose_central : array_like of bool, optional
+        Shape ``(n, d)``: under an oral model, the doses given into the central compartment
+        (an IV bolus, or an infusion where the duration is positive); the others enter the
+        depot. Default: none.
 
     Returns
     -------
@@ -548,16 +592,48 @@ def predict_concentrations(
         raise ValueError("dose_amount must not be negative (pad with 0)")
     if np.any(dose_duration < 0):
         raise ValueError("dose_duration must not be negative")
-    if model.route == "oral" and np.any(dose_duration > 0):
-        raise ValueError("model route 'oral' takes no infusions (dose_duration must be 0)")
+    central = _central_flags(model, dose_central, dose_time.shape)
+    depot = np.ones(dose_time.shape, dtype=bool) if central is None else ~central
+    if model.route == "oral" and np.any(dose_duration[depot] > 0):
+        raise ValueError(
+            "model route 'oral' takes no infusions into the depot (dose_duration must be 0 "
+            "where dose_central is False)"
+        )
     same_period = None
     if dose_period is not None or time_period is not None:
         dose_period = _periods(dose_period, "dose_period", dose_time.shape)
         time_period = _periods(time_period, "time_period", times.shape)
         same_period = dose_period[:, :, None] == time_period[:, None, :]
-    dosing = _dosing(dose_time, dose_amount, dose_duration, times, same_period=same_period)
-    f, _, _ = _sensitivities(model, dosing, np.log(theta), 0)
+    dosing = _dosing(
+        dose_time,
+        dose_amount,
+        dose_duration,
+        times,
+        same_period=same_period,
+        dose_central=central,
+    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        f, _, _ = _sensitivities(model, dosing, np.log(theta), 0)
+    overflow = ~np.isfinite(f).reshape(-1, f.shape[-1]).all(axis=0)
+    if overflow.any():
+        raise ValueError(
+            f"the predictions overflow (not finite) for patients (rows) "
+            f"{np.unique(dosing.obs_patient[overflow])[:6].tolist()}: doses or parameters are "
+            "past floating-point range"
+        )
     return f.reshape(f.shape[:-1] + times.shape)
+
+
+def _central_flags(model: PkModel, value: object, shape: tuple[int, int]) -> np.ndarray | None:
+    """The doses into the central compartment under an oral model (None: none of them)."""
+    if value is None:
+        return None
+    flags = np.asarray(value)
+    if flags.dtype != bool or flags.shape != shape:
+        raise ValueError(f"dose_central must be a boolean array of shape {shape}")
+    if model.route == "iv" or not flags.any():
+        return None  # every dose of an IV model enters the central compartment
+    return flags
 
 
 def _periods(value: object, name: str, shape: tuple[int, int]) -> np.ndarray:

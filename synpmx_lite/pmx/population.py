@@ -105,7 +105,7 @@ https://github.com/nlmixrdevelopment/nlmixr/issues/488
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -223,6 +223,8 @@ class PopulationFit:
     n_unit_variance : int
         Non-zero observations predicted as exactly 0 at the estimates, whose proportional
         error variance is set to 1 (each adds its squared value to the OFV).
+    study : StudyEvents or None
+        The study fitted, which :meth:`residuals` reads.
     """
 
     model: PkModel
@@ -242,6 +244,7 @@ class PopulationFit:
     starts: pd.DataFrame | None = None
     n_left_out: int = 0
     n_unit_variance: int = 0
+    study: StudyEvents | None = field(default=None, repr=False, compare=False)
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -252,6 +255,23 @@ class PopulationFit:
     def n_patients(self) -> int:
         """Patients fitted."""
         return len(self.eta)
+
+    def residuals(self) -> pd.DataFrame:
+        """PRED, IPRED, WRES, CWRES and IWRES per observation (NONMEM's definitions; see
+        :func:`synpmx_lite.pmx.diagnostics.fit_residuals`)."""
+        from .diagnostics import fit_residuals  # diagnostics builds on this module
+
+        if self.study is None:
+            raise ValueError("this fit holds no study: call fit_residuals(fit, study)")
+        return fit_residuals(self, self.study)
+
+    @property
+    def epsilon_shrinkage(self) -> float:
+        """Epsilon-shrinkage, 1 - SD(IWRES) (Savic and Karlsson, 2009), beside the
+        eta-shrinkage in ``shrinkage``."""
+        from .diagnostics import epsilon_shrinkage
+
+        return epsilon_shrinkage(self.residuals())
 
     def summary(self, method: str = "hessian") -> pd.DataFrame:
         r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
@@ -572,10 +592,12 @@ def fit_population(
     model, error = _checked_model_and_error(study, model, error)
     if study.roles.log_dv and error != "additive":
         raise ValueError("log concentrations (roles.log_dv) take error='additive'")
-    if model.route == "oral" and np.any(study.dose_duration > 0):
+    central = study.dose_central if study.dose_central is not None else False
+    if model.route == "oral" and np.any((study.dose_duration > 0) & ~central):
         raise ValueError(
-            f"model {model} takes no infusions, and the study's doses include infusions: "
-            "use PkModel(route='iv')"
+            f"model {model} takes no infusions into the depot, and the study's doses include "
+            "infusions: use PkModel(route='iv'), or give them into the central compartment "
+            "(roles.cmt)"
         )
     max_iterations = check_count(max_iterations, "max_iterations")
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
@@ -626,9 +648,7 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
     outcomes = []
     for index in chosen:
         x0 = candidates[index]
-        bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
-        bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
-        bounds += [residual_bounds[name] for name in ERROR_MODELS[error]]
+        bounds = _search_bounds(problem, x0, residual_bounds)
         known = [o[0]["x"] for o in outcomes]
         best, result = _minimize(problem, _select(screen, index), bounds, max_iterations, known)
         outcomes.append((best, result, bounds, float(screened[index])))
@@ -640,10 +660,48 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
     starts["ofv"] = [o[0]["ofv"] for o in outcomes]
     starts["iterations"] = [int(o[1].nit) for o in outcomes]
     starts["joined_earlier_run"] = [o[0]["joined"] for o in outcomes]
-    return _finish(problem, study, best, result, np.array(bounds), starts)
+    mirror = _flip_flop_mirror(problem, study, best, residual_bounds, max_iterations)
+    return _finish(problem, study, best, result, np.array(bounds), starts, mirror)
 
 
-def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
+def _search_bounds(problem: _Problem, x0: np.ndarray, residual_bounds: dict) -> list:
+    """The search range: typical values within a factor 100 of the start, SDs and residual
+    errors within their bounds."""
+    p = problem.p
+    bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
+    bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
+    return bounds + [residual_bounds[name] for name in ERROR_MODELS[problem.error]]
+
+
+def _flip_flop_mirror(
+    problem: _Problem, study: StudyEvents, best: dict, residual_bounds: dict, max_iterations: int
+) -> dict | None:
+    """The optimum a search reaches from the flip-flop mirror of a one-compartment oral fit
+    whose absorption is slower than its elimination (ka < CL/V), or None for any other fit.
+
+    After oral doses alone the typical curve is the same with ka and CL/V swapped (V becoming
+    CL/ka): on the flip-flop side the volume can come out a thirtieth of the drug's. Only the
+    random effects tell the two optima apart, and IV doses into the central compartment do.
+    """
+    model = problem.model
+    if model.compartments != 1 or model.route != "oral" or study.dose_central is not None:
+        return None
+    x = best["x"].copy()
+    cl, v, ka = (model.parameters.index(name) for name in ("cl", "v", "ka"))
+    if x[ka] >= x[cl] - x[v]:
+        return None
+    x[v], x[ka] = x[cl] - x[ka], x[cl] - x[v]
+    p = problem.p
+    x[p + v], x[p + ka] = x[p + ka], x[p + v]  # each SD follows its rate constant
+    start = _modes(
+        problem, x[None], np.zeros((1, study.n_patients, p)), tolerance=1e-3, iterations=10
+    )
+    bounds = _search_bounds(problem, x, residual_bounds)
+    mirror, _ = _minimize(problem, _select(start, 0), bounds, max_iterations)
+    return mirror
+
+
+def _finish(problem, study, best, result, bounds, starts, mirror=None) -> PopulationFit:
     """Covariance step, diagnostics and the fit object at the best point found."""
     x = best["x"]
     p, k = problem.p, problem.k
@@ -665,7 +723,8 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
     for i in np.flatnonzero(floor):
         diagnostics.append(
             f"the between-subject SD of {index[i][1]} collapsed to its floor "
-            f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it"
+            f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it (not identified: "
+            f"remove the random effect (eta) on {index[i][1]})"
         )
     for i in np.flatnonzero((at_low | at_high) & ~floor):
         diagnostics.append(f"{names[i]} sits at a bound of its search range")
@@ -704,14 +763,20 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         log_se = np.sqrt(2 * np.diag(r_inverse))
         for i, se in zip(free_index, log_se, strict=True):
             if se > _UNDETERMINED_LOG_SE:
+                remedy = (
+                    f"; not identified: remove the random effect (eta) on {index[i][1]}"
+                    if index[i][0] == "omega_sd"
+                    else "; not identified"
+                )
                 diagnostics.append(
                     f"the data do not determine {labels[i]}: its RSE is {100 * se:.3g} % "
-                    "(a 95 % interval wider than a factor 100 either way)"
+                    f"(a 95 % interval wider than a factor 100 either way){remedy}"
                 )
         gain = 0.5 * free_gradient @ r_inverse @ free_gradient
         if gain > _NEWTON_GAIN:
             diagnostics.append(
-                f"the optimizer stopped ({result.message}) where a Newton step would still "
+                f"the optimizer did not converge: it stopped ({result.message}) where a "
+                "Newton step would still "
                 f"lower the OFV by {gain:.3g}: not a stationary point"
             )
     except linalg.LinAlgError:
@@ -721,6 +786,8 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         )
     if not np.isfinite(ofv):
         diagnostics.append("the OFV is not finite at the reported optimum")
+    if mirror is not None:
+        diagnostics.append(_flip_flop_message(problem.model, x, ofv, mirror))
     n_left_out = 0 if problem.left_out is None else int(problem.left_out.sum())
     unit_variance = final.terms["zero"][0] & (problem.y != 0)
     escaped = unit_variance & problem.after_dose
@@ -754,6 +821,7 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         starts=starts,
         n_left_out=n_left_out,
         n_unit_variance=int(unit_variance.sum()),
+        study=study,
     )
     if diagnostics:
         warnings.warn(
@@ -763,6 +831,29 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
             stacklevel=4,
         )
     return fit
+
+
+def _flip_flop_message(model: PkModel, x: np.ndarray, ofv: float, mirror: dict) -> str:
+    """What is wrong with a flip-flop optimum: a lower optimum elsewhere (a local optimum),
+    or a mirror the data barely tell from it (not identified)."""
+    names = model.parameters
+    v, v_mirror = np.exp(x[names.index("v")]), np.exp(mirror["x"][names.index("v")])
+    ka, rate = np.exp(x[names.index("ka")]), np.exp(x[names.index("cl")] - x[names.index("v")])
+    side = (
+        f"ka ({ka:.3g}) is below the elimination rate CL/V ({rate:.3g}), and V is "
+        f"{v:.3g} against {v_mirror:.3g} at the flip-flop mirror (ka and CL/V swapped)"
+    )
+    if mirror["ofv"] < ofv - _NEWTON_GAIN:
+        return (
+            f"a local optimum: another start, the flip-flop mirror, reached an OFV lower by "
+            f"{ofv - mirror['ofv']:.3g}; {side}"
+        )
+    return (
+        f"not identified: {side}; after oral doses the two have the same typical curve and "
+        f"only the random effects separate their OFVs (the mirror's is "
+        f"{mirror['ofv'] - ofv:.3g} higher), so a flip-flop fit needs IV doses or prior "
+        "knowledge to be trusted"
+    )
 
 
 def importance_sampling_ofv(

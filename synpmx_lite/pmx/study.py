@@ -38,6 +38,18 @@ __all__ = [
 _OBSERVATION, _DOSE = 0, 1
 _DOSE_CODES = (1, 101, 10101)
 _INFUSION_BY_RATE = 10101
+# NONMEM data items the engine reads only through a role: present but unmapped, one would be
+# ignored and change the study silently (additional doses dropped, an IV dose read as oral,
+# below-LOQ markers read as concentrations).
+_NONMEM_ITEMS = (
+    "ADDL", "II", "SS", "CMT", "PCMT", "RATE", "DUR", "MDV", "DVID",
+    "BLQ", "LLOQ", "LOQ", "CENS", "LIMIT",
+)  # fmt: skip
+# The largest dose accepted, in any unit (a tonne in nanograms): the likelihood squares
+# predictions and their derivatives, which must stay far inside floating-point range.
+_MAX_DOSE = 1e15
+# Dose compartments, NONMEM's numbering: (route of the model, CMT) -> into the central one.
+_INTO_CENTRAL = {("oral", 1): False, ("oral", 2): True, ("iv", 1): True}
 
 
 @dataclass(frozen=True)
@@ -66,12 +78,18 @@ class PmxRoles:
     fit_pk: bool = True
     keep: tuple[str, ...] = ()
     graded: tuple[str, ...] = ()
+    addl: str | None = None
+    ii: str | None = None
+    ss: str | None = None
+    cmt: str | None = None
+    negative_dv: bool = False
+    varying: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
         """Every column the roles name, in a fixed order."""
         named = (self.id, self.time, self.dv, self.amt, self.evid, self.dvid, self.mdv)
-        named += (self.rate, self.nominal_time, self.arm)
+        named += (self.rate, self.nominal_time, self.arm, self.addl, self.ii, self.ss, self.cmt)
         listed = [c for c in named if c is not None] + list(self.covariates) + list(self.keep)
         return tuple(dict.fromkeys(listed))
 
@@ -103,6 +121,12 @@ def pmx_roles(
     fit_pk: bool = True,
     keep: tuple[str, ...] | list[str] = (),
     graded: tuple[str, ...] | list[str] = (),
+    addl: str | None = None,
+    ii: str | None = None,
+    ss: str | None = None,
+    cmt: str | None = None,
+    negative_dv: bool = False,
+    varying: tuple[str, ...] | list[str] = (),
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -152,6 +176,28 @@ def pmx_roles(
         Endpoints (``dvid`` values) that are yes/no or graded, their values levels (0/1, or
         grades): released as level frequencies pooled over visits, not fitted. Every other
         endpoint but the PK one is a continuous PD endpoint.
+    addl, ii : str, optional
+        NONMEM's additional doses: a dose row with ``ADDL`` = k > 0 stands for itself and k
+        more doses of the same amount and route, every ``II`` hours after it (``II`` positive
+        there). Both or neither.
+    ss : str, optional
+        NONMEM's steady-state flag. Only 0 is modelled: a row with another value is refused
+        (write the doses that lead to the steady state, with ``addl``/``ii``).
+    cmt : str, optional
+        The compartment of each dose, NONMEM's numbering: under an oral model 1 is the depot
+        (first-order absorption) and 2 the central compartment (an IV bolus, or an infusion at
+        the row's rate); under an IV model 1 is the central compartment. Any other dose
+        compartment is refused. On observation rows it is not read (the engine predicts the
+        central concentration).
+    negative_dv : bool, default False
+        Whether negative concentrations of the PK endpoint on a linear scale are measurements
+        (simulated data with additive error, or an assay that reports values below zero).
+        By default they are refused: a negative value is usually a below-LOQ marker.
+    varying : sequence of str
+        Covariates declared to change within a patient (a weight recorded at each cycle):
+        the engine reads their value at the patient's first row, the baseline. Any other
+        covariate or keep column that changes within a patient is refused (time-varying
+        covariates are not modelled).
 
     Returns
     -------
@@ -173,14 +219,25 @@ def pmx_roles(
         "nominal_time": nominal_time,
         "arm": arm,
         "weight": weight,
+        "addl": addl,
+        "ii": ii,
+        "ss": ss,
+        "cmt": cmt,
     }
     _check_column_names(required, optional)
+    if (addl is None) != (ii is None):
+        raise ValueError("addl and ii name NONMEM's additional doses together: give both or none")
     covariates, categorical = _covariate_roles(covariates, categorical, weight)
+    _refuse_shared_columns(required, optional, covariates + tuple(_as_names(keep, "keep")))
     _check_pk_roles(pk_endpoint, log_dv, model)
     keep = _keep_columns(keep, covariates)
+    varying = tuple(_column_name(c, "varying") for c in _as_names(varying, "varying"))
+    if not set(varying) <= set(covariates):
+        raise ValueError(f"varying must be a subset of covariates, got {varying}")
     graded = _graded_endpoints(graded, pk_endpoint)
-    if not isinstance(fit_pk, bool):
-        raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
+    for flag, value in (("fit_pk", fit_pk), ("negative_dv", negative_dv)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{flag} must be a bool, got {value!r}")
     if not fit_pk and (pk_endpoint is not None or log_dv):
         raise ValueError("a study without a PK fit (fit_pk=False) takes no pk_endpoint or log_dv")
     return PmxRoles(
@@ -194,6 +251,8 @@ def pmx_roles(
         fit_pk=fit_pk,
         keep=keep,
         graded=graded,
+        negative_dv=negative_dv,
+        varying=varying,
     )
 
 
@@ -204,6 +263,28 @@ def _check_column_names(required: dict, optional: dict) -> None:
     for name, value in optional.items():
         if value is not None:
             _column_name(value, name)
+
+
+def _refuse_shared_columns(required: dict, optional: dict, baseline: tuple) -> None:
+    """Refuse one column named for two event roles, or for an event role and a covariate or
+    keep column (the nominal time may be the time column itself, the weight is a covariate)."""
+    events = {**required, **optional}
+    events = {role: column for role, column in events.items() if column is not None}
+    events.pop("weight", None)
+    if events.get("nominal_time") == events["time"]:
+        events.pop("nominal_time")
+    roles_of: dict[str, list[str]] = {}
+    for role, column in events.items():
+        roles_of.setdefault(column, []).append(role)
+    for column in baseline:
+        roles_of.setdefault(column, []).append("a covariate or keep column")
+    shared = {column: roles for column, roles in roles_of.items() if len(roles) > 1}
+    if shared:
+        column, roles = next(iter(shared.items()))
+        raise ValueError(
+            f"column {column!r} is named for two roles ({' and '.join(roles)}): each role needs "
+            "its own column"
+        )
 
 
 def _covariate_roles(covariates: object, categorical: object, weight: str | None) -> tuple:
@@ -276,8 +357,9 @@ class StudyEvents:
     arms : pandas.Series
         Each patient's arm (``"all"`` without an arm column).
     doses : pandas.DataFrame
-        One row per dose: ``patient`` (position), ``period``, ``time``, ``amount``,
-        ``duration`` (0 for a bolus or oral dose).
+        One row per dose, additional doses (ADDL/II) written out: ``patient`` (position),
+        ``period``, ``time``, ``amount``, ``duration`` (0 for a bolus or oral dose) and
+        ``central`` (into the central compartment: every dose of an IV model).
     observations : pandas.DataFrame
         One row per observation: ``patient``, ``period``, ``endpoint``, ``time``, ``visit``
         (nominal time or observation index within the endpoint), ``dv``.
@@ -287,6 +369,9 @@ class StudyEvents:
         Padded ``(n, max observations)`` arrays of the PK endpoint's observations.
     obs_mask : numpy.ndarray
         True where ``obs_time``/``obs_dv`` hold a real observation.
+    dose_central : numpy.ndarray or None
+        Padded ``(n, max doses)`` flags of the doses into the central compartment under an
+        oral model (IV doses, ``roles.cmt`` 2); None where there are none.
     """
 
     roles: PmxRoles
@@ -303,6 +388,7 @@ class StudyEvents:
     obs_dv: np.ndarray
     obs_period: np.ndarray
     obs_mask: np.ndarray
+    dose_central: np.ndarray | None = None
 
     @property
     def n_patients(self) -> int:
@@ -345,6 +431,7 @@ class StudyEvents:
                     "obs_mask",
                 )
             },
+            dose_central=None if self.dose_central is None else self.dose_central[keep],
         )
 
 
@@ -494,10 +581,18 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     Raises
     ------
     ValueError
-        A missing column, missing or infinite times, doses or codes, an unknown event code,
-        a negative time or dose, a missing or infinite value on an observation row that is
-        not flagged missing (MDV 0), subject IDs that read as one (``101`` and ``"101 "``),
-        a patient whose rows are split into separate blocks (two patients sharing an ID, or
+        A missing column, a column named like a NONMEM data item (ADDL, II, SS, CMT, BLQ,
+        LLOQ, CENS, ...) that no role maps, missing or infinite times, doses or codes, an
+        unknown event code, a negative time or dose, a dose past 1e15, an amount on an
+        observation row, a steady-state dose (SS not 0), additional doses without a positive
+        interval, a dose into a compartment the model has no route for, a time that goes back
+        within a patient at a row that is not a dose (rows out of order, or two patients
+        under one ID), a baseline covariate or keep column that changes within a patient
+        (unless declared ``varying``), a negative concentration of the PK endpoint on a
+        linear scale (unless ``negative_dv``), a missing or infinite value on an observation
+        row that is not flagged missing (MDV 0), subject IDs that read as one (``101`` and
+        ``"101 "``), a patient whose rows are split into separate blocks (two patients
+        sharing an ID, or
         rows out of order), duplicated rows (equal in every column the roles name within one
         dosing period: a dose given twice would double the patient's exposure), a record
         entered twice (a patient's period equal, row for row, to another's), an
@@ -512,34 +607,54 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     if not isinstance(roles, PmxRoles):
         raise TypeError(f"roles must be a PmxRoles (see pmx_roles), got {type(roles).__name__}")
     min_patients = check_count(min_patients, "min_patients", minimum=1)
-    for column in roles.columns:
-        if column not in data.columns:
-            raise ValueError(f"data has no column {column!r} (named in roles)")
-    if data.empty:
-        raise ValueError("data has no rows")
+    _refuse_unread_columns(data, roles)
     values = _role_values(data, roles)
     is_dose, is_obs = _event_rows(data, roles, values)
     codes, ids = _patients(data, roles)
     n = len(ids)
     if n < min_patients:
         raise ValueError(f"data has {n} patients; at least {min_patients} are needed")
-    # A time that goes back within a patient starts a new dosing period after a washout.
-    back = np.r_[False, (np.diff(values["time"]) < 0) & (codes[1:] == codes[:-1])]
-    period = pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
+    period = _dosing_periods(data, values["time"], is_dose, codes, ids)
+    _refuse_changing_baseline(data, roles, codes, ids)
     _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (values["dv"] != 0))
-    doses = _dose_table(values, is_dose, codes, period)
+    doses = _dose_table(values, is_dose, codes, period, roles.model.route)
     observations = _observation_table(data, roles, values, is_obs, codes, period)
     _refuse_early_observations(doses, observations, ids)
     pk = _pk_endpoint(roles, observations["endpoint"].unique())
     _refuse_patients_without_pk(observations, pk, ids)
+    _refuse_negative_concentrations(data, roles, observations, is_obs, pk)
     if roles.nominal_time:
         observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
     else:
         observations["visit"] = observations.groupby(["patient", "endpoint"]).cumcount()
-    if roles.fit_pk and roles.model.route == "oral" and (doses["duration"] > 0).any():
-        raise ValueError("an oral model takes no infusions: the rate column has positive rates")
+    if roles.fit_pk and roles.model.route == "oral":
+        depot = ~doses["central"].to_numpy()
+        if (doses["duration"].to_numpy()[depot] > 0).any():
+            raise ValueError(
+                "an oral model takes no infusions into the depot: the rate column has positive "
+                "rates on doses that are not into the central compartment (roles.cmt)"
+            )
     covariates, arms = _baseline(data, roles, codes)
     return _arranged(roles, ids, covariates, arms, doses, observations, pk)
+
+
+def _refuse_unread_columns(data: pd.DataFrame, roles: PmxRoles) -> None:
+    """Refuse a missing role column, an empty table, and a column named like a NONMEM data
+    item (ADDL, CMT, BLQ, ...) that no role maps: the engine would ignore it."""
+    for column in roles.columns:
+        if column not in data.columns:
+            raise ValueError(f"data has no column {column!r} (named in roles)")
+    if data.empty:
+        raise ValueError("data has no rows")
+    mapped = set(roles.columns)
+    for column in data.columns:
+        name = str(column).strip().upper()
+        if name in _NONMEM_ITEMS and column not in mapped:
+            raise ValueError(
+                f"column {column!r} reads as NONMEM's {name} data item, and no role maps it: "
+                f"name its role in pmx_roles ({name.lower()}=...) or drop the column; the engine "
+                "does not ignore it"
+            )
 
 
 def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:
@@ -550,6 +665,11 @@ def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:
     }
     values["rate"] = _numeric(data, roles.rate, "rate") if roles.rate else np.zeros(len(data))
     values["mdv"] = _numeric(data, roles.mdv, "mdv") if roles.mdv else np.zeros(len(data))
+    for role in ("addl", "ii", "ss", "cmt"):
+        column = getattr(roles, role)
+        values[role] = _numeric(data, column, role) if column else np.zeros(len(data))
+    if not roles.cmt:
+        values["cmt"] = np.where(np.isin(values["evid"], _DOSE_CODES), 1.0, 0.0)
     if data[roles.id].isna().any():
         raise ValueError(f"column {roles.id!r} (the id column) has missing values")
     return values
@@ -571,8 +691,17 @@ def _event_rows(
     is_dose = np.isin(evid, _DOSE_CODES) & ~ends
     if np.any(amt[is_dose] <= 0):
         raise ValueError(f"column {roles.amt!r} has dose rows with a dose that is not positive")
+    _refuse_rows(
+        data, is_dose & (amt > _MAX_DOSE), roles.amt,
+        f"doses above {_MAX_DOSE:g}, past the engine's floating-point range",
+    )  # fmt: skip
+    _refuse_rows(
+        data, (evid == _OBSERVATION) & (amt != 0), roles.amt,
+        f"an amount on observation rows ({roles.evid} 0): code a dose with a dose event code",
+    )  # fmt: skip
     if np.any(rate[is_dose] < 0):
         raise ValueError(f"column {roles.rate!r} has negative rates on dose rows")
+    _refuse_dose_items(data, roles, values, is_dose)
     is_obs = (evid == _OBSERVATION) & (values["mdv"] == 0)
     if not np.all(np.isfinite(dv[is_obs])):
         rows = _row_labels(data.index[is_obs & ~np.isfinite(dv)])
@@ -581,6 +710,93 @@ def _event_rows(
             "flag a missing observation with MDV 1 (roles.mdv)"
         )
     return is_dose, is_obs
+
+
+def _refuse_rows(data: pd.DataFrame, bad: np.ndarray, column: str | None, what: str) -> None:
+    """Refuse the rows where ``bad``, naming the column and the rows' index labels."""
+    if np.any(bad):
+        raise ValueError(f"column {column!r} has {what}: rows {_row_labels(data.index[bad])}")
+
+
+def _refuse_dose_items(
+    data: pd.DataFrame, roles: PmxRoles, values: dict[str, np.ndarray], is_dose: np.ndarray
+) -> None:
+    """Refuse what the engine does not model in NONMEM's ADDL, II, SS and CMT items."""
+    addl, ii, ss, cmt = (values[k] for k in ("addl", "ii", "ss", "cmt"))
+    _refuse_rows(data, ss != 0, roles.ss, "steady-state doses (SS not 0), which are not modelled")
+    _refuse_rows(
+        data, (addl < 0) | (addl != np.round(addl)) | (~is_dose & (addl != 0)), roles.addl,
+        "values that are not a whole number of additional doses on a dose row",
+    )  # fmt: skip
+    _refuse_rows(
+        data, (ii < 0) | (is_dose & (addl > 0) & (ii <= 0)), roles.ii,
+        "additional doses (ADDL > 0) without a positive interval, or a negative interval",
+    )  # fmt: skip
+    if roles.fit_pk:
+        route = roles.model.route
+        known = np.isin(cmt, [c for r, c in _INTO_CENTRAL if r == route])
+        _refuse_rows(
+            data, is_dose & ~known, roles.cmt,
+            f"doses into a compartment a {route} model has no dosing route for (NONMEM's "
+            "numbering: oral 1 depot, 2 central; IV 1 central)",
+        )  # fmt: skip
+
+
+def _dosing_periods(
+    data: pd.DataFrame, time: np.ndarray, is_dose: np.ndarray, codes: np.ndarray, ids: np.ndarray
+) -> np.ndarray:
+    """Each row's dosing period: a time that goes back within a patient starts a new one after
+    a washout, and only at a dose (as NONMEM, times may not otherwise decrease)."""
+    back = np.r_[False, (np.diff(time) < 0) & (codes[1:] == codes[:-1])]
+    disordered = back & ~is_dose
+    if disordered.any():
+        raise ValueError(
+            f"time goes back within patient {ids[codes[np.argmax(disordered)]]!r} at rows "
+            f"{_row_labels(data.index[disordered])}, which are not doses: sort each patient's "
+            "rows by time (a new dosing period after a washout starts again with a dose), or "
+            "give two patients sharing this ID their own IDs"
+        )
+    return pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
+
+
+def _refuse_changing_baseline(
+    data: pd.DataFrame, roles: PmxRoles, codes: np.ndarray, ids: np.ndarray
+) -> None:
+    """Refuse a baseline covariate or keep column whose value changes within a patient: it is
+    read at the first row, and a later value would be ignored (two patients under one ID, or a
+    time-varying covariate the engine does not model). The arm may change between the dosing
+    periods of a crossover; it is read at the first row."""
+    for column in [c for c in roles.covariates + roles.keep if c not in roles.varying]:
+        changes = data[column].groupby(codes).nunique(dropna=False).to_numpy() > 1
+        if changes.any():
+            raise ValueError(
+                f"covariate {column!r} changes within patient {ids[np.argmax(changes)]!r}: "
+                "baseline covariates take one value per patient (time-varying covariates are "
+                "not modelled: declare it in pmx_roles(varying=...) to use its baseline value; "
+                "two patients sharing one ID need their own IDs)"
+            )
+
+
+def _refuse_negative_concentrations(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    observations: pd.DataFrame,
+    is_obs: np.ndarray,
+    pk: str | None,
+) -> None:
+    """Refuse negative concentrations of the PK endpoint on a linear scale (a below-LOQ
+    marker such as -0.5 would be fitted as a measured value)."""
+    if pk is None or roles.log_dv or roles.negative_dv:
+        return
+    negative = np.zeros(len(data), dtype=bool)
+    negative[np.flatnonzero(is_obs)] = (observations["endpoint"].to_numpy() == pk) & (
+        observations["dv"].to_numpy() < 0
+    )
+    _refuse_rows(
+        data, negative, roles.dv,
+        f"negative concentrations of the PK endpoint {pk!r} on a linear scale (a below-LOQ "
+        "marker is not a measurement; flag such rows with MDV 1)",
+    )  # fmt: skip
 
 
 def _patients(data: pd.DataFrame, roles: PmxRoles) -> tuple[np.ndarray, np.ndarray]:
@@ -603,21 +819,34 @@ def _patients(data: pd.DataFrame, roles: PmxRoles) -> tuple[np.ndarray, np.ndarr
 
 
 def _dose_table(
-    values: dict[str, np.ndarray], is_dose: np.ndarray, codes: np.ndarray, period: np.ndarray
+    values: dict[str, np.ndarray],
+    is_dose: np.ndarray,
+    codes: np.ndarray,
+    period: np.ndarray,
+    route: str,
 ) -> pd.DataFrame:
-    """One row per dose, its duration amount / rate for an infusion and 0 otherwise."""
+    """One row per dose, additional doses (ADDL/II) written out: its duration amount / rate
+    for an infusion and 0 otherwise, and whether it goes into the central compartment."""
     amt, rate = values["amt"], values["rate"]
     with np.errstate(divide="ignore", invalid="ignore"):
         duration = np.where(rate > 0, amt / np.where(rate > 0, rate, 1), 0.0)
-    return pd.DataFrame(
+    central = np.array([_INTO_CENTRAL.get((route, c), False) for c in values["cmt"][is_dose]])
+    given = pd.DataFrame(
         {
             "patient": codes[is_dose],
             "period": period[is_dose],
             "time": values["time"][is_dose],
             "amount": amt[is_dose],
             "duration": duration[is_dose],
+            "central": central,
         }
     )
+    # ADDL = k: the dose and k more, every II hours, in the same dosing period.
+    repeats = values["addl"][is_dose].astype(int) + 1
+    doses = given.loc[given.index.repeat(repeats)].reset_index(drop=True)
+    later = np.arange(len(doses)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
+    doses["time"] += later * np.repeat(values["ii"][is_dose], repeats)
+    return doses.sort_values(["patient", "period", "time"], kind="stable").reset_index(drop=True)
 
 
 def _observation_table(
@@ -706,7 +935,8 @@ def _arranged(
     observations."""
     n = len(ids)
     pk_obs = observations[observations["endpoint"] == pk]
-    dose_arrays = _padded(doses, ["time", "amount", "duration", "period"], n, 0.0)
+    dose_arrays = _padded(doses, ["time", "amount", "duration", "period", "central"], n, 0.0)
+    into_central = roles.fit_pk and roles.model.route == "oral" and doses["central"].any()
     obs_arrays = _padded(pk_obs, ["time", "dv", "period"], n, np.nan)
     obs_mask = np.isfinite(obs_arrays[1])
     obs_time, obs_dv, obs_period = (np.where(obs_mask, a, 0.0) for a in obs_arrays)
@@ -725,6 +955,7 @@ def _arranged(
         obs_dv=obs_dv,
         obs_period=obs_period.astype(int),
         obs_mask=obs_mask,
+        dose_central=dose_arrays[4].astype(bool) if into_central else None,
     )
 
 
@@ -755,11 +986,20 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
     ),
     "theo_sd": (
         "theo_sd.csv",
-        pmx_roles(**_NM, covariates=["WT"], weight="WT", model=PkModel(route="oral")),
+        pmx_roles(
+            **_NM, cmt="CMT", covariates=["WT"], weight="WT", model=PkModel(route="oral")
+        ),
     ),
     "theo_md": (
         "theo_md.csv",
-        pmx_roles(**_NM, covariates=["WT"], weight="WT", model=PkModel(route="oral")),
+        pmx_roles(
+            **_NM,
+            cmt="CMT",
+            covariates=["WT"],
+            weight="WT",
+            negative_dv=True,  # simulated with additive error: its one negative DV is noise
+            model=PkModel(route="oral"),
+        ),
     ),
     "pheno_sd": (
         "pheno_sd.csv",
@@ -773,6 +1013,7 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
             **_NM,
             mdv="MDV",
             rate="RATE",
+            cmt="CMT",
             arm="DOSE",
             covariates=["AGE", "SEX", "WT", "HT"],
             categorical=["SEX"],
@@ -788,6 +1029,7 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
             rate="RATE",
             arm="DOS",
             covariates=["WGT", "BSA", "AGE", "HGT"],
+            varying=["WGT"],  # recorded at later cycles for 6 patients: the baseline is read
             weight="WGT",
             log_dv=True,
             model=PkModel(compartments=2, route="iv"),
@@ -795,7 +1037,7 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
     ),
     "wbcSim": (
         "wbcSim.csv",
-        pmx_roles(**_NM, rate="RATE", fit_pk=False),
+        pmx_roles(**_NM, rate="RATE", cmt="CMT", fit_pk=False),
     ),
 }
 

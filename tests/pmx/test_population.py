@@ -39,9 +39,11 @@ def simulate(
     evid = np.tile(np.r_[1, np.zeros(times.shape[1], dtype=int)], n)
     data = pd.DataFrame({"ID": ids, "TIME": time, "AMT": amt, "DV": obs, "EVID": evid})
     data["RATE"] = np.where(evid == 1, amount / duration if duration else 0.0, 0.0)
+    # Additive error draws some values below zero: they are measurements here.
     roles = pmx_roles(
-        id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", rate="RATE", model=model
-    )
+        id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", rate="RATE", model=model,
+        negative_dv=True,
+    )  # fmt: skip
     return data, roles
 
 
@@ -340,6 +342,7 @@ def test_two_compartments_on_one_compartment_data_are_flagged():
 
 def test_concentrations_none_of_which_is_positive_are_refused():
     data, roles = load_dataset("theo_sd")
+    roles = replace(roles, negative_dv=True)
     negative = data.copy()
     observed = negative["EVID"] == 0
     negative.loc[observed, "DV"] = -negative.loc[observed, "DV"].abs()
