@@ -105,7 +105,7 @@ https://github.com/nlmixrdevelopment/nlmixr/issues/488
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -127,6 +127,7 @@ from ._foce import (
     _residual_changes,
     _select,
 )
+from .covariates import CovariateEffect, parse_effects
 from .pk import PkModel, _sensitivities
 from .study import StudyEvents
 
@@ -149,6 +150,8 @@ ERROR_MODELS = {
 
 _SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
+# An exponent within +-10; a categorical level's factor within a factor 100 either way.
+_EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
 _HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
@@ -223,6 +226,17 @@ class PopulationFit:
     n_unit_variance : int
         Non-zero observations predicted as exactly 0 at the estimates, whose proportional
         error variance is set to 1 (each adds its squared value to the OFV).
+    effects : pandas.Series
+        Covariate effects, indexed by their labels (:mod:`synpmx_lite.pmx.covariates`): the
+        exponent of a continuous covariate, the factor :math:`e^{\beta}` of a categorical
+        level; empty for a fit without effects. ``typical`` then holds the typical values of
+        a patient at every covariate's reference.
+    effect_terms : tuple of CovariateEffect
+        What each effect is (parameter, covariate, reference or level), in the order of
+        ``effects``.
+    covariate_shift : pandas.DataFrame or None
+        What the effects add to each patient's log typical values (rows as ``eta``); None
+        without effects.
     """
 
     model: PkModel
@@ -242,6 +256,9 @@ class PopulationFit:
     starts: pd.DataFrame | None = None
     n_left_out: int = 0
     n_unit_variance: int = 0
+    effects: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
+    effect_terms: tuple[CovariateEffect, ...] = ()
+    covariate_shift: pd.DataFrame | None = None
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -252,6 +269,14 @@ class PopulationFit:
     def n_patients(self) -> int:
         """Patients fitted."""
         return len(self.eta)
+
+    @property
+    def individual(self) -> pd.DataFrame:
+        """Each patient's parameters: typical value, covariate effects and random effects."""
+        log_values = np.log(self.typical[self.eta.columns].to_numpy(float)) + self.eta
+        if self.covariate_shift is not None:
+            log_values = log_values + self.covariate_shift.to_numpy()
+        return np.exp(log_values)
 
     def summary(self, method: str = "hessian") -> pd.DataFrame:
         r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
@@ -279,9 +304,10 @@ class PopulationFit:
         """
         if method not in ("hessian", "sandwich"):
             raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
-        estimates = pd.concat(
-            {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
-        )
+        parts = {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
+        if len(self.effects):
+            parts["effect"] = self.effects
+        estimates = pd.concat(parts, names=["kind", "parameter"])
         covariance = self.covariance if method == "hessian" else self.sandwich
         log_se = pd.Series(np.nan, index=estimates.index)
         if covariance is not None:
@@ -289,7 +315,7 @@ class PopulationFit:
         shrinkage = pd.Series(np.nan, index=estimates.index)
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
         half_width = special.ndtri(0.975) * log_se
-        return pd.DataFrame(
+        table = pd.DataFrame(
             {
                 "estimate": estimates,
                 "se": estimates * log_se,
@@ -299,6 +325,15 @@ class PopulationFit:
                 "shrinkage_percent": shrinkage,
             }
         )
+        # An exponent is estimated as it stands (it may be 0 or negative), not on a log scale.
+        powers = [("effect", e.label) for e in self.effect_terms if not e.categorical]
+        if powers:
+            beta, se = estimates.loc[powers], log_se.loc[powers]
+            table.loc[powers, "se"] = se
+            table.loc[powers, "rse_percent"] = 100 * se / beta.abs()
+            table.loc[powers, "ci_low"] = beta - half_width.loc[powers]
+            table.loc[powers, "ci_high"] = beta + half_width.loc[powers]
+        return table
 
     def __str__(self) -> str:
         status = "converged" if self.converged else "NOT converged"
@@ -329,13 +364,17 @@ def _fit_notes(fit: PopulationFit) -> list[str]:
 
 
 def _unpacked_series(problem: _Problem, x: np.ndarray):
+    """Typical values, omega, residual error and covariate effects as Series."""
     names = list(problem.model.parameters)
-    mu, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
+    _, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
     residual_names = list(problem.residual_names)
+    beta = x[problem.n_variance :]
+    factor = np.array([e.categorical for e in problem.effects], dtype=bool)
     return (
-        pd.Series(np.exp(mu), index=names),
+        pd.Series(np.exp(x[: problem.p]), index=names),
         pd.Series(np.exp(2 * log_sd), index=names),
         pd.Series(residual[problem.residual_columns], index=residual_names),
+        pd.Series(np.where(factor, np.exp(beta), beta), index=[e.label for e in problem.effects]),
     )
 
 
@@ -344,7 +383,8 @@ def _parameter_index(problem: _Problem) -> pd.MultiIndex:
     return pd.MultiIndex.from_tuples(
         [("typical", n) for n in names]
         + [("omega_sd", n) for n in names]
-        + [("residual", n) for n in problem.residual_names],
+        + [("residual", n) for n in problem.residual_names]
+        + [("effect", e.label) for e in problem.effects],
         names=["kind", "parameter"],
     )
 
@@ -454,7 +494,11 @@ def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarra
         (omega[:, None] * data + 2 * problem.identity).swapaxes(-1, -2), data.swapaxes(-1, -2)
     ).swapaxes(-1, -2)
     curvature = np.empty(problem.k)
-    curvature[:p] = 2 * np.diagonal(ratio, axis1=-2, axis2=-1).sum(axis=0)
+    per_patient = 2 * np.diagonal(ratio, axis1=-2, axis2=-1)
+    curvature[:p] = per_patient.sum(axis=0)
+    curvature[problem.n_variance :] = (
+        problem.effect_columns(per_patient[None])[0] * problem.design
+    ).sum(axis=0)
     explained = omega * np.diagonal(ratio, axis1=-2, axis2=-1)  # omega^2 / total, per patient
     curvature[p : 2 * p] = (4 * explained**2).sum(axis=0)
     for column, (dv, _) in enumerate(_residual_changes(problem, t)):
@@ -525,6 +569,7 @@ def fit_population(
     *,
     model: PkModel | None = None,
     error: str | None = None,
+    effects: tuple[str, ...] | list[str] | None = None,
     max_iterations: int = 300,
 ) -> PopulationFit:
     """Fit a population PK model to a study's PK endpoint by FOCE-I.
@@ -538,6 +583,11 @@ def fit_population(
     error : {"combined", "additive", "proportional"}, optional
         The residual error model; default ``"combined"``, or ``"additive"`` for log
         concentrations (``roles.log_dv``), which is then the only one allowed.
+    effects : sequence of str, optional
+        Covariate effects on typical values, as formulas ``"cl ~ wt/70"`` (a power of a
+        continuous covariate over a reference, default its median) or ``"cl ~ sex"`` (a
+        factor for each level of a categorical one but the most common): see
+        :mod:`synpmx_lite.pmx.covariates`. Default the roles' ``effects``; ``()`` for none.
     max_iterations : int, default 300
         Most L-BFGS-B iterations of each run of the outer problem.
 
@@ -551,8 +601,9 @@ def fit_population(
     ------
     ValueError
         For an unknown error model, a proportional error on log concentrations, an oral
-        model for a study with infusions, fewer than one iteration, or concentrations none of
-        which is positive.
+        model for a study with infusions, fewer than one iteration, concentrations none of
+        which is positive, or an effect that does not parse or names a parameter or
+        covariate the fit lacks.
 
     Warns
     -----
@@ -578,6 +629,7 @@ def fit_population(
             "use PkModel(route='iv')"
         )
     max_iterations = check_count(max_iterations, "max_iterations")
+    terms = _study_effects(study, model, effects)
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
         raise ValueError(
             "study has no positive concentration of its PK endpoint: every DV is zero or "
@@ -586,7 +638,18 @@ def fit_population(
     # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
     # start-up and synchronization, which on a loaded machine costs more than the fit itself.
     with _thread_pools().limit(limits=1, user_api="blas"):
-        return _fit(study, model, error, max_iterations)
+        return _fit(study, model, error, max_iterations, terms)
+
+
+def _study_effects(study: StudyEvents, model: PkModel, effects: object):
+    """The covariate effects of formulas (default the roles'), read against the study."""
+    effects = study.roles.effects if effects is None else effects
+    return parse_effects(
+        effects,
+        study.covariates[list(study.roles.covariates)],
+        study.roles.categorical,
+        tuple(model.parameters),
+    )
 
 
 def _checked_model_and_error(study: object, model: object, error: object) -> tuple[PkModel, str]:
@@ -604,12 +667,18 @@ def _checked_model_and_error(study: object, model: object, error: object) -> tup
     return model, error
 
 
-def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) -> PopulationFit:
-    problem = _Problem(study, model, error, ERROR_MODELS[error])
+def _fit(
+    study: StudyEvents, model: PkModel, error: str, max_iterations: int, effects: tuple
+) -> PopulationFit:
+    problem = _Problem(study, model, error, ERROR_MODELS[error], effects)
     p, n = problem.p, study.n_patients
     spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
-    tail = np.r_[np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
+    tail = np.r_[
+        np.full(p, np.log(0.3)),
+        [residual0[name] for name in ERROR_MODELS[error]],
+        np.zeros(problem.n_effects),  # no covariate effect
+    ]
     candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
     # Screen every start by its OFV (one batch), and search from the best. Rough modes rank
     # the starts well enough; each search refines its own.
@@ -629,6 +698,7 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
         bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
         bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
         bounds += [residual_bounds[name] for name in ERROR_MODELS[error]]
+        bounds += [_EFFECT_BOUNDS[e.categorical] for e in problem.effects]
         known = [o[0]["x"] for o in outcomes]
         best, result = _minimize(problem, _select(screen, index), bounds, max_iterations, known)
         outcomes.append((best, result, bounds, float(screened[index])))
@@ -731,7 +801,7 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
             "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
             "the units of the observations; fit the combined error model"
         )
-    typical, omega, residual = _unpacked_series(problem, x)
+    typical, omega, residual, effects = _unpacked_series(problem, x)
     parameter_names = list(problem.model.parameters)
     eta_table = pd.DataFrame(
         final.eta[0], index=pd.Index(study.ids, name="id"), columns=parameter_names
@@ -754,6 +824,13 @@ def _finish(problem, study, best, result, bounds, starts) -> PopulationFit:
         starts=starts,
         n_left_out=n_left_out,
         n_unit_variance=int(unit_variance.sum()),
+        effects=effects,
+        effect_terms=problem.effects,
+        covariate_shift=None
+        if not problem.effects
+        else pd.DataFrame(
+            problem.covariate_shift(x[None])[0], index=eta_table.index, columns=parameter_names
+        ),
     )
     if diagnostics:
         warnings.warn(
@@ -813,12 +890,17 @@ def importance_sampling_ofv(
     draws = check_count(draws, "draws", minimum=10)
     rng = check_rng(seed, "seed")
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error])
+        problem = _Problem(
+            study, fit.model, fit.error, ERROR_MODELS[fit.error], fit.effect_terms
+        )
         names = list(fit.model.parameters)
+        factor = np.array([e.categorical for e in fit.effect_terms], dtype=bool)
+        effects = fit.effects.to_numpy(dtype=float)
         x = np.r_[
             np.log(fit.typical[names].to_numpy(dtype=float)),
             0.5 * np.log(fit.omega[names].to_numpy(dtype=float)),
             np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
+            np.where(factor, np.log(np.where(factor, effects, 1.0)), effects),
         ]
         p, n = problem.p, problem.n_patients
         mode = _modes(problem, x[None], np.zeros((1, n, p)))

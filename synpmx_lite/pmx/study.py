@@ -66,6 +66,7 @@ class PmxRoles:
     fit_pk: bool = True
     keep: tuple[str, ...] = ()
     graded: tuple[str, ...] = ()
+    effects: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -103,6 +104,7 @@ def pmx_roles(
     fit_pk: bool = True,
     keep: tuple[str, ...] | list[str] = (),
     graded: tuple[str, ...] | list[str] = (),
+    effects: tuple[str, ...] | list[str] = (),
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -152,6 +154,10 @@ def pmx_roles(
         Endpoints (``dvid`` values) that are yes/no or graded, their values levels (0/1, or
         grades): released as level frequencies pooled over visits, not fitted. Every other
         endpoint but the PK one is a continuous PD endpoint.
+    effects : sequence of str
+        Covariate effects on the PK model's typical values, as formulas ``"cl ~ wt/70"``
+        or ``"cl ~ sex"`` (:mod:`synpmx_lite.pmx.covariates`), each naming one of
+        ``covariates``; the default of :func:`synpmx_lite.pmx.population.fit_population`.
 
     Returns
     -------
@@ -183,6 +189,7 @@ def pmx_roles(
         raise TypeError(f"fit_pk must be a bool, got {fit_pk!r}")
     if not fit_pk and (pk_endpoint is not None or log_dv):
         raise ValueError("a study without a PK fit (fit_pk=False) takes no pk_endpoint or log_dv")
+    effects = _effect_formulas(effects, covariates)
     return PmxRoles(
         **required,
         **optional,
@@ -194,7 +201,24 @@ def pmx_roles(
         fit_pk=fit_pk,
         keep=keep,
         graded=graded,
+        effects=effects,
     )
+
+
+def _effect_formulas(effects: object, covariates: tuple) -> tuple:
+    """The effect formulas, each naming one of the covariates (parsed in full by the fit)."""
+    if isinstance(effects, str) or not isinstance(effects, (tuple, list)):
+        raise TypeError(f"effects must be a sequence of formulas, got {effects!r}")
+    for formula in effects:
+        if not isinstance(formula, str) or "~" not in formula:
+            raise ValueError(f"effects: {formula!r} is not a formula '<parameter> ~ <covariate>'")
+        covariate = formula.split("~", 1)[1].split("/", 1)[0].strip()
+        if covariate not in covariates:
+            raise ValueError(
+                f"effects: {formula!r} names {covariate!r}, not one of the covariates "
+                f"{list(covariates)}"
+            )
+    return tuple(effects)
 
 
 def _check_column_names(required: dict, optional: dict) -> None:
