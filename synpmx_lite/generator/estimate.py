@@ -74,6 +74,7 @@ from .influence import (
     PrivacyReport,
     influence_moves,
     influence_table,
+    jackknife_moves,
     pd_influence_moves,
 )
 from .protections import (
@@ -348,6 +349,9 @@ def _influence_round(
     (PD moves from leave-one-out refits)."""
     pk = fit_population(subset, error=error) if subset.roles.fit_pk else None
     moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
+    if pk is not None:
+        jackknife = jackknife_moves(subset, pk, pk_label=pk_label, exact_from=review / 2)
+        moves = moves.join(jackknife)
     pd_fits = _fit_pd(subset, min_arm_patients)
     unconverged_refits = {}
     for name, model in pd_fits.items():
@@ -603,6 +607,29 @@ def _graded_release(fit: ModelFit, cohort: np.ndarray, endpoints: dict) -> dict:
     return released
 
 
+def _effect_release(pk: PopulationFit | None, continuous: dict, categories: dict) -> list:
+    """The covariate effects of released covariates, rounded as the other estimates are
+    (the reference at two figures, as the covariate summaries)."""
+    released = []
+    for term in pk.effect_terms if pk else ():
+        if term.categorical:
+            levels = [level for level, _ in categories.get(term.covariate, [])]
+            if _plain(term.level) not in levels:
+                continue  # the level or the covariate is withheld
+        elif term.covariate not in continuous:
+            continue
+        released.append(
+            {
+                "parameter": term.parameter,
+                "covariate": term.covariate,
+                "reference": None if term.categorical else _round(term.reference, 2),
+                "level": _plain(term.level) if term.categorical else None,
+                "estimate": _round(pk.effects[term.label], 1),
+            }
+        )
+    return released
+
+
 def _level(value: float) -> int | float:
     """A numeric level as JSON shows it best: an integer where it is one."""
     value = float(value)
@@ -668,6 +695,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         dose_change_rate=_dose_change(fit, cohort),
         endpoints=endpoints,
         checks={"P4": "pass", "P5": "pass"},
+        effects=_effect_release(pk, continuous, categories),
     )
     verdicts = _checks(fit, draft, claims=False).set_index("check")["verdict"]
     return dataclasses.replace(draft, checks={"P4": verdicts["P4"], "P5": verdicts["P5"]})

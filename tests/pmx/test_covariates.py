@@ -1,54 +1,17 @@
 """Covariate effects: parsing, exact gradients, recovery on simulated data, the summary."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from synpmx_lite.pmx import _foce, population
 from synpmx_lite.pmx.covariates import parse_effects
-from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import ERROR_MODELS, fit_population
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
-
-EXPONENTS = {"cl": 0.75, "v": 1.0}
+from tests.simulated import weight_data
 
 
 def weight_study(n=60, seed=3):
-    """One-compartment IV study whose CL and V scale with weight by ``EXPONENTS``, and CL of
-    the level ``"F"`` of SEX by a factor 0.8; typical CL 1 and V 10 at 70 kg."""
-    rng = np.random.default_rng(seed)
-    weight = 70 * np.exp(0.25 * rng.standard_normal(n))
-    sex = np.where(rng.random(n) < 0.35, "F", "M")
-    typical = np.column_stack(
-        [
-            1.0 * (weight / 70) ** EXPONENTS["cl"] * np.where(sex == "F", 0.8, 1.0),
-            10.0 * (weight / 70) ** EXPONENTS["v"],
-        ]
-    )
-    theta = typical * np.exp(np.array([0.25, 0.15]) * rng.standard_normal((n, 2)))
-    times = np.broadcast_to([0.5, 2.0, 6.0, 12.0, 24.0], (n, 5))
-    f = predict_concentrations(
-        PkModel(route="iv"), theta, np.zeros((n, 1)), np.full((n, 1), 100.0),
-        np.zeros((n, 1)), times,
-    )  # fmt: skip
-    dv = f * (1 + 0.1 * rng.standard_normal(f.shape))
-    rows = times.shape[1] + 1
-    data = pd.DataFrame(
-        {
-            "ID": np.repeat(np.arange(101, 101 + n), rows),
-            "TIME": np.column_stack([np.zeros(n), times]).ravel(),
-            "AMT": np.column_stack([np.full(n, 100.0), np.zeros(times.shape)]).ravel(),
-            "DV": np.column_stack([np.zeros(n), dv]).ravel(),
-            "EVID": np.tile(np.r_[1, np.zeros(times.shape[1], dtype=int)], n),
-            "WT": np.repeat(weight, rows),
-            "SEX": np.repeat(sex, rows),
-        }
-    )
-    roles = pmx_roles(
-        id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", covariates=["WT", "SEX"],
-        weight="WT", model=PkModel(route="iv"),
-    )  # fmt: skip
-    return prepare_study(data, roles)
+    return prepare_study(*weight_data(n=n, seed=seed))
 
 
 @pytest.fixture(scope="module")
