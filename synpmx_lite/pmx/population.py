@@ -10,6 +10,11 @@ The model, for patient :math:`i` and observation :math:`j`:
 
 with :math:`f` a closed-form model of :mod:`synpmx_lite.pmx.pk` and residual variance
 :math:`V = a^2` (additive), :math:`b^2 f^2` (proportional) or :math:`a^2 + b^2 f^2` (combined).
+With covariate effects (``effects=``, :mod:`synpmx_lite.pmx.covariates`) the typical value
+is each patient's own, :math:`\log\theta_{ik} = \log\theta_k + \sum_c \beta_c z_{ic}` over
+the effects on parameter :math:`k`; a patient's OFV term depends on :math:`\theta_k` and the
+:math:`\beta_c` only through it, so that their exact gradient is the typical value's scaled by
+:math:`z_{ic}`.
 
 **Objective: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is
 approximated by Laplace's method around the mode :math:`\hat\eta_i` of the joint density
@@ -73,7 +78,10 @@ The objective, the modes and their derivatives are computed in the private modul
   central differences of the exact gradient, and :math:`S = \sum_i \nabla O_i \nabla
   O_i^\top` from each patient's gradient. The covariance is :math:`2R^{-1}` (the inverse of
   the observed information, as nlme reports it) or the sandwich :math:`R^{-1} S R^{-1}`
-  (NONMEM's default). Standard errors on the natural scale follow by the delta method
+  (NONMEM's default). Each patient's pull on the estimates is read by the infinitesimal
+  jackknife (``jackknife``): with the patient's term :math:`O_i` removed, one Newton step
+  :math:`R^{-1}\nabla O_i` from the optimum (Jaeckel 1972). Standard errors on the natural
+  scale follow by the delta method
   (:math:`\mathrm{SE}(\theta) = \theta\, \mathrm{SE}(\log\theta)`), so that the relative
   standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
 * Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
@@ -94,6 +102,8 @@ Beal SL, Sheiner LB. NONMEM Users Guides. Icon Development Solutions; 1989-2009.
 
 Savic RM, Karlsson MO. Importance of shrinkage in empirical Bayes estimates for diagnostics.
 AAPS J. 2009;11(3):558-569.
+
+Jaeckel LA. The infinitesimal jackknife. Bell Laboratories Memorandum MM 72-1215-11; 1972.
 
 Beal SL. Ways to fit a PK model with some data below the quantification limit.
 J Pharmacokinet Pharmacodyn. 2001;28(5):481-504.
