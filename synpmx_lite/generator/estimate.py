@@ -215,6 +215,7 @@ def synpmx_model_estimate(
     min_category_patients: int = 3,
     review: float = 15.0,
     fail: float = 30.0,
+    residual_readings: bool = False,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -248,6 +249,13 @@ def synpmx_model_estimate(
         Thresholds of protection 3.
     review, fail : float, default 15 and 30
         Move at which an estimate is flagged for review, and fails.
+    residual_readings : bool, default False
+        Whether each patient's move of the residual errors is read too (by the infinitesimal
+        jackknife, :func:`synpmx_lite.generator.influence.jackknife_moves`) and held to the
+        same bars. Off by default, so that releases made before the reading existed are
+        made again unchanged; on the shipped theo_sd, theo_md and pheno_sd studies one
+        patient moves the additive or proportional error past ``fail``. Covariate effects
+        (the roles' ``effects``) are always read.
 
     Returns
     -------
@@ -273,8 +281,16 @@ def synpmx_model_estimate(
     fail = check_real(fail, "fail", low=review)
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
+    if not isinstance(residual_readings, bool):
+        raise TypeError(f"residual_readings must be a bool, got {residual_readings!r}")
     kept, last, history = _influence_rounds(
-        study, error, drop_influential, min_arm_patients=min_arm_patients, review=review, fail=fail
+        study,
+        error,
+        drop_influential,
+        min_arm_patients=min_arm_patients,
+        review=review,
+        fail=fail,
+        residual_readings=residual_readings,
     )
     return ModelFit(
         study=study,
@@ -307,6 +323,7 @@ def _influence_rounds(
     min_arm_patients: int,
     review: float,
     fail: float,
+    residual_readings: bool,
 ) -> tuple[np.ndarray, _Round, list[dict]]:
     """The patients kept, the last round and a record of each round: rounds run while they
     flag patients, unless ``drop_influential`` is False or the flagged would take the patients
@@ -317,7 +334,14 @@ def _influence_rounds(
     history = []
     while True:
         last = _influence_round(
-            study.subset(kept), study.pk_endpoint, continuous, error, min_arm_patients, review, fail
+            study.subset(kept),
+            study.pk_endpoint,
+            continuous,
+            error,
+            min_arm_patients,
+            review,
+            fail,
+            residual_readings=residual_readings,
         )
         flagged = last.moves.index[(last.moves >= review).any(axis=1).to_numpy()]
         history.append(
@@ -344,13 +368,18 @@ def _influence_round(
     min_arm_patients: int,
     review: float,
     fail: float,
+    *,
+    residual_readings: bool,
 ) -> _Round:
     """The PK and PD fits on ``subset`` and how far each of its patients moves each estimate
     (PD moves from leave-one-out refits)."""
     pk = fit_population(subset, error=error) if subset.roles.fit_pk else None
     moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
-    if pk is not None:
-        jackknife = jackknife_moves(subset, pk, pk_label=pk_label, exact_from=review / 2)
+    kinds = ("residual", "effect") if residual_readings else ("effect",)
+    if pk is not None and (residual_readings or pk.effect_terms):
+        jackknife = jackknife_moves(
+            subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds
+        )
         moves = moves.join(jackknife)
     pd_fits = _fit_pd(subset, min_arm_patients)
     unconverged_refits = {}

@@ -152,7 +152,12 @@ def influence_moves(
 
 
 def jackknife_moves(
-    study: StudyEvents, pk: PopulationFit, *, pk_label: str, exact_from: float
+    study: StudyEvents,
+    pk: PopulationFit,
+    *,
+    pk_label: str,
+    exact_from: float,
+    kinds: tuple[str, ...] = ("residual", "effect"),
 ) -> pd.DataFrame:
     r"""How far leaving out each patient moves the estimates no random effect reads.
 
@@ -175,6 +180,8 @@ def jackknife_moves(
         Prefix of the estimates' names (the PK endpoint).
     exact_from : float
         Reading from which a patient's moves are computed by an exact refit.
+    kinds : tuple of str, default ("residual", "effect")
+        Which estimates to read: residual errors, covariate effects or both.
 
     Returns
     -------
@@ -189,7 +196,10 @@ def jackknife_moves(
         raise ValueError("pk was not fitted to study (its patients differ)")
     if pk.jackknife is None:
         return pd.DataFrame(index=pk.eta.index)
-    keys = [k for k in pk.jackknife.columns if k[0] in ("residual", "effect")]
+    unknown = set(kinds) - set(_KIND_NAMES)
+    if unknown:
+        raise ValueError(f"kinds must be among {sorted(_KIND_NAMES)}, got {sorted(unknown)}")
+    keys = [k for k in pk.jackknife.columns if k[0] in kinds]
     columns = [f"{pk_label}: {name} {_KIND_NAMES[kind]}" for kind, name in keys]
     moves = pd.DataFrame(
         100 * np.abs(pk.jackknife[keys].to_numpy()), index=pk.eta.index, columns=columns

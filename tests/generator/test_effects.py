@@ -27,7 +27,9 @@ def released():
     data, roles = weight_data(n=60, seed=5, effects=EFFECTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = synpmx_model_estimate(data, roles, error="proportional", drop_influential=False)
+        fit = synpmx_model_estimate(
+            data, roles, error="proportional", drop_influential=False, residual_readings=True
+        )
     return fit, model_fingerprint(fit)
 
 
@@ -147,3 +149,14 @@ def _estimated(fit, keys):
             for kind, name in keys
         ]
     )
+
+
+def test_residual_readings_are_off_by_default():
+    """Releases made before the residual readings existed are made again unchanged."""
+    data, roles = weight_data(n=12, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = synpmx_model_estimate(data, roles, drop_influential=False)
+    assert not [c for c in fit.privacy.moves.columns if c.endswith("residual error")]
+    with pytest.raises(TypeError, match="residual_readings"):
+        synpmx_model_estimate(data, roles, residual_readings="yes")
