@@ -1,8 +1,9 @@
 """The whole generator's cost per patient at 100, 400, 1,600 and 6,400 simulated patients.
 
-Each size is a one-compartment IV study simulated from a hand-made fingerprint (CL and V
-with between-subject variability, combined error, weight and sex, four samples), with the
-patients renumbered 101, 102, ... (synthetic identifiers are refused as a source). The
+Each size is a one-compartment IV study simulated from the tests' hand-made fingerprint
+(``tests.simulated.known_fingerprint``: CL and V with between-subject variability, combined
+error, weight and sex, four samples), with the patients renumbered 101, 102, ...
+(synthetic identifiers are refused as a source). The
 generator runs end to end on it: :func:`synpmx_lite.generator.estimate.synpmx_model_estimate`
 (the fit, each patient's influence readings, the rounds), then
 :func:`~synpmx_lite.generator.estimate.model_fingerprint` (which runs the checks P4 and P5)
@@ -26,56 +27,13 @@ import pandas as pd
 
 from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
 from synpmx_lite.generator.generate import synpmx_model_generate
-from synpmx_lite.generator.release import Fingerprint
-from synpmx_lite.pmx.pk import PkModel
-from synpmx_lite.pmx.study import pmx_roles
+from tests.simulated import SIMULATED_ROLES, known_fingerprint
 
 SIZES = (100, 400, 1600, 6400)
-ROLES = pmx_roles(
-    id="id", time="time", dv="dv", amt="amt", evid="evid", mdv="mdv", rate="rate",
-    dvid="dvid", nominal_time="nominal_time", arm="arm", covariates=["WT", "SEX"],
-    weight="WT", model=PkModel(route="iv"),
-)  # fmt: skip
-
-
-def fingerprint(n: int) -> Fingerprint:
-    """The fingerprint the source studies are simulated from."""
-    return Fingerprint(
-        cohort_size=n,
-        model={"compartments": 1, "route": "iv", "lag": False},
-        pk_endpoint="DV",
-        log_dv=False,
-        error="combined",
-        typical={"cl": 1.0, "v": 10.0},
-        omega={"cl": 0.09, "v": 0.04},
-        residual={"additive": 0.05, "proportional": 0.1},
-        pd={},
-        graded={},
-        covariates={"WT": {"geometric_mean": 70.0, "sdlog": 0.2}},
-        categories={"SEX": [["F", 0.5], ["M", 0.5]]},
-        reference_weight=70.0,
-        arms=[
-            {
-                "arm": "all",
-                "patients": n,
-                "doses": [{"period": 0, "index": 0, "time": 0.0, "amount": 100.0, "duration": 0.0}],
-                "keep": {},
-            }
-        ],
-        dose_change_rate=0.0,
-        endpoints={
-            "DV": {
-                "attendance": 1.0,
-                "visits": [[0, 0.5], [0, 2.0], [0, 6.0], [0, 12.0]],
-                "loq": None,
-            }
-        },
-        checks={"P4": "pass", "P5": "pass"},
-    )
 
 
 def source_study(n: int) -> pd.DataFrame:
-    data = synpmx_model_generate(fingerprint(n), seed=n)
+    data = synpmx_model_generate(known_fingerprint(n), seed=n)
     number = {syn: 101 + i for i, syn in enumerate(data["id"].unique())}
     return data.assign(id=data["id"].map(number))
 
@@ -88,7 +46,7 @@ def timed(function, *arguments, **options):
 
 def run(n: int) -> dict:
     data = source_study(n)
-    fit, estimate_s, estimate_cpu = timed(synpmx_model_estimate, data, ROLES)
+    fit, estimate_s, estimate_cpu = timed(synpmx_model_estimate, data, SIMULATED_ROLES)
     released, release_s, release_cpu = timed(model_fingerprint, fit)
     _, generate_s, generate_cpu = timed(synpmx_model_generate, released, seed=1)
     cpu = estimate_cpu + release_cpu + generate_cpu
