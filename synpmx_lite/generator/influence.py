@@ -165,7 +165,7 @@ def jackknife_moves(
     patient's pull on them. Their moves come from the infinitesimal jackknife
     (``pk.jackknife``: one Newton step from the optimum with the patient's OFV term
     removed), in hundredths of the estimated scale: :math:`100\,|\Delta\log\sigma|` for a
-    residual error (about its percent change), :math:`100\,|\Deltaeta|` for an exponent
+    residual error (about its percent change), :math:`100\,|\Delta\beta|` for an exponent
     or the log of a level's factor. One Newton step understates the largest moves (by a
     quarter on warfarin), so every patient whose reading reaches ``exact_from`` is refitted
     without them, and the exact move replaces the reading.

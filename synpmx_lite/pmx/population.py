@@ -225,7 +225,7 @@ class PopulationFit:
     jackknife : pandas.DataFrame or None
         How far leaving out each patient moves each estimate on the scale it is estimated
         on (logs; an exponent as it stands), by the infinitesimal jackknife: one Newton step
-        :math:`R^{-1}\nabla O_i` from the optimum, :math:`O_i` the patient's OFV term (rows:
+        :math:`R^{-1}\\nabla O_i` from the optimum, :math:`O_i` the patient's OFV term (rows:
         patients as ``eta``; columns as ``covariance``). None where the covariance step
         failed.
     diagnostics : tuple of str
@@ -244,7 +244,7 @@ class PopulationFit:
         error variance is set to 1 (each adds its squared value to the OFV).
     effects : pandas.Series
         Covariate effects, indexed by their labels (:mod:`synpmx_lite.pmx.covariates`): the
-        exponent of a continuous covariate, the factor :math:`e^{\beta}` of a categorical
+        exponent of a continuous covariate, the factor :math:`e^{\\beta}` of a categorical
         level; empty for a fit without effects. ``typical`` then holds the typical values of
         a patient at every covariate's reference.
     effect_terms : tuple of CovariateEffect
