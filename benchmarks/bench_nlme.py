@@ -18,6 +18,10 @@ to the digit. Three parts:
    dispersed starts, and the engine; the best optimum of each, and the exact -2 log-likelihood
    at both by importance sampling (:func:`synpmx_lite.pmx.population.importance_sampling_ofv`),
    which decides between them without either method's approximation.
+4. The covariate fit on warfarin (runs with ``--quick`` too): additive error, CL and V each a
+   power of weight over 70 kg (``effects=("cl ~ wt/70", "v ~ wt/70")``), the engine beside
+   nlme (``fixed = list(lcl ~ lwt, lv ~ lwt, lka ~ 1)``): OFV, the exponents with their SEs,
+   and wall-clock and CPU time.
 
 R 4.2 with nlme runs the R side (``Rscript benchmarks/nlme_fits.R``, called by this script;
 ``apt-get install r-base-core`` brings both). Without ``Rscript`` on the PATH the script says
@@ -61,6 +65,8 @@ REPEATS = 7
 R_SCRIPT = Path(__file__).with_name("nlme_fits.R")
 NLME_NAMES = {"cl": "lcl", "v": "lv", "q": "lq", "vp": "lvp", "ka": "lka"}
 IMPORTANCE_DRAWS = 4000
+WEIGHT_EFFECTS = ("cl ~ wt/70", "v ~ wt/70")
+COVARIATE_FIT = "warfarin_wt"  # the covariate fit's name beside the plain warfarin fit
 
 
 def nlme_model(study) -> str:
@@ -80,6 +86,7 @@ def export(directory: Path, name: str, study, starts: pd.DataFrame) -> None:
             "id": patient + 1,
             "time": study.obs_time[patient, slot],
             "dv": study.obs_dv[patient, slot],
+            "lwt": log_weight(study)[patient],
         }
     ).to_csv(directory / f"{name}_obs.csv", index=False)
     elapsed = study.obs_time[patient, slot][:, None] - study.dose_time[patient]
@@ -98,6 +105,13 @@ def export(directory: Path, name: str, study, starts: pd.DataFrame) -> None:
         }
     ).to_csv(directory / f"{name}_pairs.csv", index=False)
     starts.to_csv(directory / f"{name}_starts.csv", index=False)
+
+
+def log_weight(study) -> np.ndarray:
+    """Each patient's log(weight / 70): 0 for a study without a weight."""
+    if study.roles.weight is None:
+        return np.zeros(study.n_patients)
+    return np.log(study.covariates[study.roles.weight].to_numpy(dtype=float) / 70)
 
 
 def pooled_start(fit) -> dict:
@@ -157,6 +171,14 @@ def main() -> None:
         ]
         starts[name] = pd.DataFrame(grid)
         specs.append({"study": name, "model": "iv2", "repeats": 1})
+    studies[COVARIATE_FIT] = studies["warfarin"]
+    engine[COVARIATE_FIT] = timed_fit(
+        studies["warfarin"], REPEATS, error="additive", effects=WEIGHT_EFFECTS
+    )
+    starts[COVARIATE_FIT] = pd.DataFrame([pooled_start(engine[COVARIATE_FIT][0])])
+    specs.append(
+        {"study": COVARIATE_FIT, "model": "oral1", "repeats": REPEATS, "weight_on": "lcl lv"}
+    )
     for spec in specs:
         spec["log_dv"] = studies[spec["study"]].roles.log_dv
     nlme = run_nlme(specs, starts, studies)
@@ -165,6 +187,7 @@ def main() -> None:
     report_standard_errors(engine["theo_sd"][0], nlme)
     if two:
         report_two_compartments(engine, nlme, studies)
+    report_covariates(engine[COVARIATE_FIT], nlme)
     if arguments.reference and nlme is not None:
         write_reference(nlme[nlme["study"] == "theo_sd"].iloc[0])
     total = sum(engine[n][2] for n in ONE_COMPARTMENT)
@@ -302,6 +325,34 @@ def report_two_compartments(engine: dict, nlme: pd.DataFrame | None, studies: di
             }
         ).T
         print(objectives.to_string(float_format=lambda v: f"{v:.2f}"))
+
+
+def report_covariates(engine: tuple, nlme: pd.DataFrame | None) -> None:
+    """Warfarin with CL and V on weight: the engine's OFV, exponents and time beside nlme's."""
+    fit, seconds, cpu = engine
+    table = fit.summary()
+    rows = {"OFV": [fit.ofv, np.nan], "wall s": [seconds, np.nan], "CPU s": [cpu, np.nan]}
+    for name in ("cl", "v"):
+        row = table.loc[("effect", f"{name} ~ wt/70")]
+        rows[f"exponent of {name}"] = [row["estimate"], row["se"]]
+        rows[f"typical {name}"] = [fit.typical[name], table.loc[("typical", name), "se"]]
+    frame = pd.DataFrame(rows, index=["engine", "engine SE"]).T
+    if nlme is not None:
+        found = nlme[nlme["study"] == COVARIATE_FIT].iloc[0]
+        values, errors = [found["ofv"], found["seconds"], found["cpu"]], [np.nan] * 3
+        for name in ("cl", "v"):
+            typical = np.exp(found[f"l{name}_est"])  # nlme estimates log CL: delta method
+            values += [found[f"l{name}_wt_est"], typical]
+            errors += [found[f"l{name}_wt_se"], typical * found[f"l{name}_se"]]
+        frame["nlme"], frame["nlme SE"] = values, errors
+    status = "converged" if fit.converged else "NOT converged"
+    print(
+        f"\nWarfarin, additive error, CL and V on weight ({', '.join(WEIGHT_EFFECTS)}; engine "
+        f"{status}, median of {REPEATS} runs):"
+    )
+    print(frame.to_string(float_format=lambda v: f"{v:.4g}", na_rep="-"))
+    if nlme is not None:
+        print(f"covariate_fit_engine_over_nlme_cpu: {cpu / found['cpu']:.3f}")
 
 
 def fit_from_estimates(fit, values):

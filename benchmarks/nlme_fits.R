@@ -12,7 +12,9 @@
 #
 # The models are closed forms (superposition of each dose's response), maximum likelihood,
 # diagonal random effects on every log parameter, additive residual error: the same models
-# the engine fits.
+# the engine fits. A study whose weight_on column names log parameters ("lcl lv") also has
+# those parameters scale as a power of weight over 70 kg: the obs file's column lwt holds
+# log(weight / 70), and the exponents are reported as <parameter>_wt_est and _se.
 suppressPackageStartupMessages(library(nlme))
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -82,12 +84,25 @@ fit_one <- function(spec, obs, pairs, start) {
   if (spec$log_dv) call <- paste0("log(", call, ")")
   formula <- as.formula(paste("dv ~", call))
   effects <- as.formula(paste(paste(parameters, collapse = " + "), "~ 1"))
+  random <- pdDiag(effects)
+  weight_on <- if (is.null(spec$weight_on) || is.na(spec$weight_on)) character(0) else
+    strsplit(spec$weight_on, " ")[[1]]
+  starting <- unlist(start[parameters])
+  if (length(weight_on) > 0) {
+    # One formula per parameter (nlme's order of coefficients): intercept, then the exponent.
+    effects <- lapply(parameters, function(name) {
+      as.formula(paste(name, if (name %in% weight_on) "~ lwt" else "~ 1"))
+    })
+    starting <- unlist(lapply(parameters, function(name) {
+      if (name %in% weight_on) c(start[[name]], 0) else start[[name]]
+    }))
+  }
   data <- groupedData(dv ~ time | id, data = obs)
   # nlme looks the model function up from the global environment.
   assign("concentration", concentration, envir = globalenv())
   run <- function() {
-    nlme(formula, data = data, fixed = effects, random = pdDiag(effects),
-         start = unlist(start[parameters]), method = "ML",
+    nlme(formula, data = data, fixed = effects, random = random,
+         start = starting, method = "ML",
          control = nlmeControl(maxIter = 200, pnlsMaxIter = 20, msMaxIter = 200,
                                returnObject = TRUE))
   }
@@ -117,9 +132,14 @@ fit_one <- function(spec, obs, pairs, start) {
     converged = converged, seconds = seconds, cpu = cpu,
     ofv = -2 * as.numeric(logLik(fit)) - nrow(obs) * log(2 * pi)
   )
+  for (name in weight_on) {
+    row[[paste0(name, "_wt_est")]] <- fixed[paste0(name, ".lwt"), "Value"]
+    row[[paste0(name, "_wt_se")]] <- fixed[paste0(name, ".lwt"), "Std.Error"]
+  }
   for (name in parameters) {
-    row[[paste0(name, "_est")]] <- fixed[name, "Value"]
-    row[[paste0(name, "_se")]] <- fixed[name, "Std.Error"]
+    key <- if (name %in% weight_on) paste0(name, ".(Intercept)") else name
+    row[[paste0(name, "_est")]] <- fixed[key, "Value"]
+    row[[paste0(name, "_se")]] <- fixed[key, "Std.Error"]
     row[[paste0("sd_", name, "_est")]] <- unname(sds[name])
   }
   row$sigma_est <- fit$sigma

@@ -91,11 +91,13 @@ from .generator.influence import (
     LeftOut,
     PrivacyReport,
     influence_moves,
+    jackknife_moves,
     pd_influence_moves,
     pd_shape_moves,
 )
 from .generator.protections import fold_categories, loq_floor, trimmed_log_summary
 from .generator.release import FINGERPRINT_FIELDS, Fingerprint, release_problems
+from .pmx.covariates import CovariateEffect, parse_effects
 from .pmx.diagnostics import (
     epsilon_shrinkage,
     fit_residuals,
@@ -128,6 +130,7 @@ __all__ = [
     "AttributeInversion",
     "BookTable",
     "ConstructedCases",
+    "CovariateEffect",
     "DpMeanQuery",
     "Fingerprint",
     "FitWarning",
@@ -174,6 +177,7 @@ __all__ = [
     "influence_moves",
     "inversion_sweep",
     "irfil",
+    "jackknife_moves",
     "load_dataset",
     "load_opendp_record",
     "load_pums",
@@ -184,6 +188,7 @@ __all__ = [
     "membership_tables",
     "model_fingerprint",
     "model_privacy_checks",
+    "parse_effects",
     "pd_influence_moves",
     "pd_loo_refits",
     "pd_response",

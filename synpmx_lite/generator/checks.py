@@ -67,7 +67,9 @@ from ..rounding import round_significant
 from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
 from .protections import CODE_VALUES, TRIM
 from .release import (
+    EFFECT_KEYS,
     FINGERPRINT_FIELDS,
+    OPTIONAL_FIELDS,
     VERDICTS,
     Fingerprint,
     arm_label,
@@ -290,6 +292,15 @@ def _p2_labels(released: dict) -> list[tuple[tuple, object, str]]:
         for j, pair in enumerate(_sequence(pairs)):
             if isinstance(pair, list) and pair and _number(pair[0]):
                 labels.append((("categories", name, j, 0), pair[0], "level"))
+    # A covariate effect's level is judged as a level of its covariate: the path names it.
+    labels = [
+        label for label in labels if label[0][:1] != ("effects",) or label[0][2:] != ("level",)
+    ]
+    for i, effect in enumerate(_sequence(released.get("effects"))):
+        effect = _mapping(effect)
+        level = effect.get("level")
+        if isinstance(level, str) or _number(level):
+            labels.append((("effects", i, "level", effect.get("covariate")), level, "level"))
     return labels
 
 
@@ -299,7 +310,9 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
     depth, head = len(path), path[0] if path else None
     if kind == "key":
         if depth == 1:
-            return label in FINGERPRINT_FIELDS
+            return label in FINGERPRINT_FIELDS + OPTIONAL_FIELDS
+        if head == "effects" and depth == 3:
+            return label in EFFECT_KEYS
         if depth == 2:
             return label in {
                 "model": _VOCABULARY_KEYS["model"],
@@ -344,6 +357,10 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
         return source.level_holders(str(path[3]), label) >= source.min_arm_patients
     if head == "categories" and depth == 4 and path[3] == 0:
         return source.level_holders(str(path[1]), label) >= source.min_category_patients
+    if head == "effects" and depth == 3:
+        return label in {"parameter": _PARAMETERS, "covariate": roles.covariates}.get(path[2], ())
+    if head == "effects" and depth == 4 and path[2] == "level":  # path[3]: its covariate
+        return source.level_holders(str(path[3]), label) >= source.min_category_patients
     return False
 
 
@@ -801,6 +818,21 @@ def _untrusted_fits(
     return found
 
 
+def _effect_columns(columns: pd.Index, released: dict, endpoint: str) -> list[str]:
+    """The move columns of the covariate effects a release holds: each effect's column reads
+    ``"<endpoint>: <parameter> ~ <covariate>..."`` (its reference or level after it)."""
+    heads = [
+        f"{endpoint}: {_mapping(e).get('parameter')} ~ {_mapping(e).get('covariate')}"
+        for e in _sequence(released.get("effects"))
+    ]
+    return [
+        column
+        for column in columns
+        if column.endswith(" effect")
+        and any(column.startswith(head) and column[len(head)] in " /[" for head in heads)
+    ]
+
+
 def _p5(
     released: dict, source: _Source, pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport
 ) -> tuple[str, str, list[str]]:
@@ -810,6 +842,8 @@ def _p5(
     shown += [f"{endpoint}: {name} between-subject SD" for name in _mapping(released.get("omega"))]
     for name in _mapping(released.get("covariates")):
         shown += [f"{name} mean on the log scale", f"{name} SD on the log scale"]
+    shown += _effect_columns(privacy.moves.columns, released, endpoint)
+    shown += [f"{endpoint}: {name} residual error" for name in _mapping(released.get("residual"))]
     for name, model in _mapping(released.get("pd")).items():
         shown += [f"{name}: baseline typical value", f"{name}: baseline between-subject SD"]
         parameters = _mapping(_mapping(model).get("parameters"))

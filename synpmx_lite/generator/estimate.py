@@ -74,6 +74,7 @@ from .influence import (
     PrivacyReport,
     influence_moves,
     influence_table,
+    jackknife_moves,
     pd_influence_moves,
 )
 from .protections import (
@@ -214,6 +215,7 @@ def synpmx_model_estimate(
     min_category_patients: int = 3,
     review: float = 15.0,
     fail: float = 30.0,
+    residual_readings: bool = False,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -247,6 +249,13 @@ def synpmx_model_estimate(
         Thresholds of protection 3.
     review, fail : float, default 15 and 30
         Move at which an estimate is flagged for review, and fails.
+    residual_readings : bool, default False
+        Whether each patient's move of the residual errors is read too (by the infinitesimal
+        jackknife, :func:`synpmx_lite.generator.influence.jackknife_moves`) and held to the
+        same bars. Off by default, so that releases made before the reading existed are
+        made again unchanged; on the shipped theo_sd, theo_md and pheno_sd studies one
+        patient moves the additive or proportional error past ``fail``. Covariate effects
+        (the roles' ``effects``) are always read.
 
     Returns
     -------
@@ -278,8 +287,16 @@ def synpmx_model_estimate(
             "data has doses into the central compartment (roles.cmt 2) under an oral model: "
             "the fingerprint releases no dose route, so such a study cannot be released yet"
         )
+    if not isinstance(residual_readings, bool):
+        raise TypeError(f"residual_readings must be a bool, got {residual_readings!r}")
     kept, last, history = _influence_rounds(
-        study, error, drop_influential, min_arm_patients=min_arm_patients, review=review, fail=fail
+        study,
+        error,
+        drop_influential,
+        min_arm_patients=min_arm_patients,
+        review=review,
+        fail=fail,
+        residual_readings=residual_readings,
     )
     return ModelFit(
         study=study,
@@ -312,6 +329,7 @@ def _influence_rounds(
     min_arm_patients: int,
     review: float,
     fail: float,
+    residual_readings: bool,
 ) -> tuple[np.ndarray, _Round, list[dict]]:
     """The patients kept, the last round and a record of each round: rounds run while they
     flag patients, unless ``drop_influential`` is False or the flagged would take the patients
@@ -322,7 +340,14 @@ def _influence_rounds(
     history = []
     while True:
         last = _influence_round(
-            study.subset(kept), study.pk_endpoint, continuous, error, min_arm_patients, review, fail
+            study.subset(kept),
+            study.pk_endpoint,
+            continuous,
+            error,
+            min_arm_patients,
+            review,
+            fail,
+            residual_readings=residual_readings,
         )
         flagged = last.moves.index[(last.moves >= review).any(axis=1).to_numpy()]
         history.append(
@@ -349,11 +374,19 @@ def _influence_round(
     min_arm_patients: int,
     review: float,
     fail: float,
+    *,
+    residual_readings: bool,
 ) -> _Round:
     """The PK and PD fits on ``subset`` and how far each of its patients moves each estimate
     (PD moves from leave-one-out refits)."""
     pk = fit_population(subset, error=error) if subset.roles.fit_pk else None
     moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
+    kinds = ("residual", "effect") if residual_readings else ("effect",)
+    if pk is not None and (residual_readings or pk.effect_terms):
+        jackknife = jackknife_moves(
+            subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds
+        )
+        moves = moves.join(jackknife)
     pd_fits = _fit_pd(subset, min_arm_patients)
     unconverged_refits = {}
     for name, model in pd_fits.items():
@@ -609,6 +642,29 @@ def _graded_release(fit: ModelFit, cohort: np.ndarray, endpoints: dict) -> dict:
     return released
 
 
+def _effect_release(pk: PopulationFit | None, continuous: dict, categories: dict) -> list:
+    """The covariate effects of released covariates, rounded as the other estimates are
+    (the reference at two figures, as the covariate summaries)."""
+    released = []
+    for term in pk.effect_terms if pk else ():
+        if term.categorical:
+            levels = [level for level, _ in categories.get(term.covariate, [])]
+            if _plain(term.level) not in levels:
+                continue  # the level or the covariate is withheld
+        elif term.covariate not in continuous:
+            continue
+        released.append(
+            {
+                "parameter": term.parameter,
+                "covariate": term.covariate,
+                "reference": None if term.categorical else _round(term.reference, 2),
+                "level": _plain(term.level) if term.categorical else None,
+                "estimate": _round(pk.effects[term.label], 1),
+            }
+        )
+    return released
+
+
 def _level(value: float) -> int | float:
     """A numeric level as JSON shows it best: an integer where it is one."""
     value = float(value)
@@ -674,6 +730,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         dose_change_rate=_dose_change(fit, cohort),
         endpoints=endpoints,
         checks={"P4": "pass", "P5": "pass"},
+        effects=_effect_release(pk, continuous, categories),
     )
     verdicts = _checks(fit, draft, claims=False).set_index("check")["verdict"]
     return dataclasses.replace(draft, checks={"P4": verdicts["P4"], "P5": verdicts["P5"]})

@@ -78,6 +78,25 @@ def _draw_covariates(fingerprint: Fingerprint, n: int, rng: np.random.Generator)
     return drawn
 
 
+def _covariate_shift(fingerprint: Fingerprint, covariates: dict, model) -> np.ndarray:
+    """What the released covariate effects add to each synthetic patient's log parameters,
+    from their synthetic covariates: ``estimate * log(x / reference)`` for a continuous one,
+    ``log(estimate)`` at the level for a categorical one."""
+    n = fingerprint.cohort_size
+    shift = np.zeros((n, len(model.parameters)))
+    for effect in fingerprint.effects:
+        values = covariates.get(effect["covariate"])
+        if values is None:
+            raise ValueError(f"effect on {effect['covariate']!r}: the covariate is not released")
+        column = model.parameters.index(effect["parameter"])
+        if effect["reference"] is None:
+            shift[:, column] += np.log(effect["estimate"]) * (values == effect["level"])
+        else:
+            ratio = np.asarray(values, dtype=float) / effect["reference"]
+            shift[:, column] += effect["estimate"] * np.log(ratio)
+    return shift
+
+
 def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator):
     """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied."""
     arms = fingerprint.arms
@@ -278,7 +297,8 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     if model is not None:
         omega = np.array([fingerprint.omega[p] for p in model.parameters])
         typical = np.array([fingerprint.typical[p] for p in model.parameters])
-        theta = typical * np.exp(np.sqrt(omega) * rng.standard_normal((n, omega.size)))
+        eta = np.sqrt(omega) * rng.standard_normal((n, omega.size))
+        theta = typical * np.exp(_covariate_shift(fingerprint, covariates, model) + eta)
     dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
     ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)
     doses_of = (dose_time, dose_amount, dose_duration, dose_period)

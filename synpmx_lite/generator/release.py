@@ -28,6 +28,7 @@ from ..pmx.population import ERROR_MODELS
 
 __all__ = [
     "FINGERPRINT_FIELDS",
+    "OPTIONAL_FIELDS",
     "Fingerprint",
     "arm_label",
     "engine_label_clashes",
@@ -56,6 +57,10 @@ FINGERPRINT_FIELDS = (
     "checks",
 )
 
+#: Fields a fingerprint holds only where the fit used them (absent from the JSON otherwise, so
+#: that a release without them reads as before): ``effects``, the covariate effects.
+OPTIONAL_FIELDS = ("effects",)
+
 VERDICTS = ("pass", "review", "FAIL")
 
 _MODEL_KEYS = ("compartments", "route", "lag")
@@ -65,6 +70,8 @@ _DOSE_KEYS = ("period", "index", "time", "amount", "duration")
 _ENDPOINT_KEYS = ("attendance", "visits", "loq")
 _CHECK_KEYS = ("P4", "P5")
 _PD_KEYS = ("shape", "baseline", "baseline_sd", "parameters", "residual")
+EFFECT_KEYS = ("parameter", "covariate", "reference", "level", "estimate")
+_EXPONENT_RANGE = 10.0  # the fit's bound on an exponent
 _SYNTHETIC_PREFIX = "syn-"
 _ARM_PATTERN = re.compile(r"arm \d+")
 
@@ -271,6 +278,8 @@ def _schema(released: object) -> _Schema:
         schema.number(released["dose_change_rate"], "dose_change_rate", high=1.0)
     if "endpoints" in released and schema.names(released["endpoints"], "endpoints"):
         _check_endpoints(schema, released)
+    for i, effect in enumerate(schema.items(released.get("effects", []), "effects")):
+        _check_effect(schema, released, f"effects[{i}]", effect)
     if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
         for name in _CHECK_KEYS:
             if name in released["checks"]:
@@ -280,7 +289,7 @@ def _schema(released: object) -> _Schema:
 
 def _check_fields(schema: _Schema, released: dict) -> None:
     """The top-level fields: exactly those of the allowlist, and the cohort size."""
-    extra = [str(k) for k in released if k not in FINGERPRINT_FIELDS]
+    extra = [str(k) for k in released if k not in FINGERPRINT_FIELDS + OPTIONAL_FIELDS]
     if extra:
         schema.value_problems.append(f"fields outside the allowlist: {', '.join(extra)}")
     missing = [k for k in FINGERPRINT_FIELDS if k not in released]
@@ -320,6 +329,32 @@ def _check_pk(schema: _Schema, released: dict) -> None:
         names = ERROR_MODELS.get(error) if isinstance(error, str) else None
         names = () if no_pk else names
         schema.estimates(released["residual"], "residual", names, positive=True)
+
+
+def _check_effect(schema: _Schema, released: dict, path: str, effect: object) -> None:
+    """One covariate effect: a power of a released continuous covariate over a reference, or
+    the factor of a released level of a categorical one, on a parameter of the model."""
+    if not schema.keys(effect, path, EFFECT_KEYS):
+        return
+    parameters = _model_parameters(released.get("model")) or ()
+    schema.text(effect["parameter"], f"{path}.parameter", tuple(parameters))
+    covariate, reference = effect["covariate"], effect["reference"]
+    continuous = _mapping_keys(released.get("covariates"))
+    categories = released.get("categories") if isinstance(released.get("categories"), dict) else {}
+    if reference is None:
+        levels = [pair[0] for pair in categories.get(covariate, []) if isinstance(pair, list)]
+        schema.text(covariate, f"{path}.covariate", tuple(categories))
+        if effect["level"] not in levels:
+            schema.value_problems.append(f"{path}.level must be a released level of {covariate!r}")
+        schema.number(effect["estimate"], f"{path}.estimate", open_low=True)
+        return
+    schema.text(covariate, f"{path}.covariate", tuple(continuous))
+    schema.number(reference, f"{path}.reference", open_low=True)
+    if effect["level"] is not None:
+        schema.value_problems.append(f"{path}.level must be null for a continuous covariate")
+    schema.number(
+        effect["estimate"], f"{path}.estimate", low=-_EXPONENT_RANGE, high=_EXPONENT_RANGE
+    )
 
 
 def _check_pd_model(schema: _Schema, released: dict, name: object, model: object) -> None:
@@ -498,6 +533,12 @@ class Fingerprint:
         (``[period, time]`` pairs reached by at least three patients) and ``loq``.
     checks : dict
         The verdicts of P4 and P5.
+    effects : list of dict
+        The PK fit's covariate effects (absent from the JSON without any), each with
+        ``parameter``, ``covariate``, ``estimate`` (one significant figure) and either the
+        ``reference`` a continuous covariate's value is divided by (two figures; ``level``
+        null) or the categorical ``level`` whose factor it is (``reference`` null). Only
+        effects of released covariates are released.
     """
 
     cohort_size: int
@@ -517,13 +558,22 @@ class Fingerprint:
     dose_change_rate: float
     endpoints: dict
     checks: dict
+    effects: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        _schema(dataclasses.asdict(self)).refuse("not a fingerprint: ")
+        _schema(self._fields()).refuse("not a fingerprint: ")
+
+    def _fields(self) -> dict:
+        """The fields as released: an optional field left out where it is empty."""
+        fields = dataclasses.asdict(self)
+        for name in OPTIONAL_FIELDS:
+            if not fields[name]:
+                del fields[name]
+        return fields
 
     def to_json(self) -> str:
         """The fingerprint as JSON: the artefact that would leave the secure environment."""
-        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
+        return json.dumps(self._fields(), indent=1, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Fingerprint:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .covariates import CovariateEffect, effect_design
 from .pk import PkModel, _dosing, _primitives, _response
 from .study import StudyEvents
 
@@ -40,9 +41,21 @@ class _Problem:
     """
 
     def __init__(
-        self, study: StudyEvents, model: PkModel, error: str, residual_names: tuple[str, ...]
+        self,
+        study: StudyEvents,
+        model: PkModel,
+        error: str,
+        residual_names: tuple[str, ...],
+        effects: tuple[CovariateEffect, ...] = (),
     ) -> None:
         self.model = model
+        self.effects = effects
+        # Covariate effects: log typical value of patient i is mu + design[i] @ beta on the
+        # parameter ``effect_target``; the betas close the outer point.
+        self.design, self.effect_target = effect_design(
+            effects, study.covariates, tuple(model.parameters)
+        )
+        self.n_effects = len(effects)
         self.error = error
         self.residual_names = residual_names
         self.p = len(model.parameters)
@@ -63,7 +76,8 @@ class _Problem:
         self.log_dv = study.roles.log_dv
         self.concentration = np.exp(self.y) if self.log_dv else self.y
         self.residual_columns = [_RESIDUAL_COMPONENTS.index(name) for name in residual_names]
-        self.k = 2 * self.p + len(self.residual_columns)
+        self.n_variance = 2 * self.p + len(self.residual_columns)  # where the betas start
+        self.k = self.n_variance + self.n_effects
         self.n_obs = self.y.size
         self.identity = np.eye(self.p)
         # Under proportional error an observed 0 has a density that grows without bound as
@@ -78,10 +92,27 @@ class _Problem:
         return np.add.reduceat(values, self.patient_start, axis=axis)
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Outer points ``(B, k)`` -> typical log values, log SDs, residual ``(B, 2)`` (a, b)."""
+        """Outer points ``(B, k)`` -> each patient's typical log values ``(B, n, p)`` (the
+        covariate effects applied), log SDs ``(B, p)``, residual ``(B, 2)`` (a, b)."""
         residual = np.zeros((x.shape[0], 2))
-        residual[:, self.residual_columns] = np.exp(x[:, 2 * self.p :])
-        return x[:, : self.p], x[:, self.p : 2 * self.p], residual
+        residual[:, self.residual_columns] = np.exp(x[:, 2 * self.p : self.n_variance])
+        return (
+            x[:, None, : self.p] + self.covariate_shift(x),
+            x[:, self.p : 2 * self.p],
+            residual,
+        )
+
+    def covariate_shift(self, x: np.ndarray) -> np.ndarray:
+        """What the covariate effects add to each patient's log typical values ``(B, n, p)``."""
+        shift = np.zeros((x.shape[0], self.n_patients, self.p))
+        for column, target in enumerate(self.effect_target):
+            shift[..., target] += x[:, None, self.n_variance + column] * self.design[:, column]
+        return shift
+
+    def effect_columns(self, per_typical: np.ndarray) -> np.ndarray:
+        """Per-patient derivatives in the betas ``(B, n, c)`` from those in the patient's
+        typical log values ``(B, n, p)``: the chain rule through the design."""
+        return per_typical[..., self.effect_target] * self.design
 
     def predictions(self, phi: np.ndarray, order: int):
         """Predictions, their derivatives in the primitives, and the primitives' derivatives.
@@ -143,7 +174,7 @@ def _chain(jacobian: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 
 def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
     """``L_i(eta)`` of every patient, and with ``order`` 2 its gradient and Hessians."""
-    f, f_u, f_uu, jacobian, second = problem.predictions(mu[:, None, :] + eta, order)
+    f, f_u, f_uu, jacobian, second = problem.predictions(mu + eta, order)
     variance, inverse, slope, curvature, zero, a2, b2 = problem.variance(f, residual)
     r = problem.y - f
     precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
@@ -312,6 +343,7 @@ def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
         score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * f_u, axis=-2)
         implicit = (aq * np.einsum("...ak,...a->...k", jacobian, score_psi)).sum(axis=-1)
         gradient[..., 2 * p + column] = direct - implicit
+    gradient[..., problem.n_variance :] = problem.effect_columns(gradient[..., :p])
     return ofv, gradient
 
 
@@ -337,4 +369,7 @@ def _mode_sensitivity(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
     for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
         score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * t["f_u"], -2)
         cross[..., 2 * p + column] = np.einsum("...ak,...a->...k", t["jacobian"], score_psi)
+    # A beta moves the patient's typical log value, as mu does, scaled by its design value.
+    design = problem.design[:, None, :]  # (n, 1, c): the same for every eta
+    cross[..., problem.n_variance :] = cross[..., problem.effect_target] * design
     return -np.linalg.solve(t["hessian"], cross)

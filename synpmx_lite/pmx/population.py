@@ -10,6 +10,11 @@ The model, for patient :math:`i` and observation :math:`j`:
 
 with :math:`f` a closed-form model of :mod:`synpmx_lite.pmx.pk` and residual variance
 :math:`V = a^2` (additive), :math:`b^2 f^2` (proportional) or :math:`a^2 + b^2 f^2` (combined).
+With covariate effects (``effects=``, :mod:`synpmx_lite.pmx.covariates`) the typical value
+is each patient's own, :math:`\log\theta_{ik} = \log\theta_k + \sum_c \beta_c z_{ic}` over
+the effects on parameter :math:`k`; a patient's OFV term depends on :math:`\theta_k` and the
+:math:`\beta_c` only through it, so that their exact gradient is the typical value's scaled by
+:math:`z_{ic}`.
 
 **Objective: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is
 approximated by Laplace's method around the mode :math:`\hat\eta_i` of the joint density
@@ -73,7 +78,10 @@ The objective, the modes and their derivatives are computed in the private modul
   central differences of the exact gradient, and :math:`S = \sum_i \nabla O_i \nabla
   O_i^\top` from each patient's gradient. The covariance is :math:`2R^{-1}` (the inverse of
   the observed information, as nlme reports it) or the sandwich :math:`R^{-1} S R^{-1}`
-  (NONMEM's default). Standard errors on the natural scale follow by the delta method
+  (NONMEM's default). Each patient's pull on the estimates is read by the infinitesimal
+  jackknife (``jackknife``): with the patient's term :math:`O_i` removed, one Newton step
+  :math:`R^{-1}\nabla O_i` from the optimum (Jaeckel 1972). Standard errors on the natural
+  scale follow by the delta method
   (:math:`\mathrm{SE}(\theta) = \theta\, \mathrm{SE}(\log\theta)`), so that the relative
   standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
 * Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
@@ -94,6 +102,8 @@ Beal SL, Sheiner LB. NONMEM Users Guides. Icon Development Solutions; 1989-2009.
 
 Savic RM, Karlsson MO. Importance of shrinkage in empirical Bayes estimates for diagnostics.
 AAPS J. 2009;11(3):558-569.
+
+Jaeckel LA. The infinitesimal jackknife. Bell Laboratories Memorandum MM 72-1215-11; 1972.
 
 Beal SL. Ways to fit a PK model with some data below the quantification limit.
 J Pharmacokinet Pharmacodyn. 2001;28(5):481-504.
@@ -127,6 +137,7 @@ from ._foce import (
     _residual_changes,
     _select,
 )
+from .covariates import CovariateEffect, parse_effects
 from .pk import PkModel, _sensitivities
 from .study import StudyEvents
 
@@ -149,6 +160,8 @@ ERROR_MODELS = {
 
 _SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
+# An exponent within +-10; a categorical level's factor within a factor 100 either way.
+_EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
 _HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
@@ -209,6 +222,12 @@ class PopulationFit:
         covariance step failed. Parameters at a bound are left out.
     sandwich : pandas.DataFrame or None
         The sandwich covariance :math:`R^{-1}SR^{-1}`, same layout.
+    jackknife : pandas.DataFrame or None
+        How far leaving out each patient moves each estimate on the scale it is estimated
+        on (logs; an exponent as it stands), by the infinitesimal jackknife: one Newton step
+        :math:`R^{-1}\\nabla O_i` from the optimum, :math:`O_i` the patient's OFV term (rows:
+        patients as ``eta``; columns as ``covariance``). None where the covariance step
+        failed.
     diagnostics : tuple of str
         What makes the fit untrustworthy, one sentence each (empty for a sound fit).
     starts : pandas.DataFrame or None
@@ -225,6 +244,17 @@ class PopulationFit:
         error variance is set to 1 (each adds its squared value to the OFV).
     study : StudyEvents or None
         The study fitted, which :meth:`residuals` reads.
+    effects : pandas.Series
+        Covariate effects, indexed by their labels (:mod:`synpmx_lite.pmx.covariates`): the
+        exponent of a continuous covariate, the factor :math:`e^{\\beta}` of a categorical
+        level; empty for a fit without effects. ``typical`` then holds the typical values of
+        a patient at every covariate's reference.
+    effect_terms : tuple of CovariateEffect
+        What each effect is (parameter, covariate, reference or level), in the order of
+        ``effects``.
+    covariate_shift : pandas.DataFrame or None
+        What the effects add to each patient's log typical values (rows as ``eta``); None
+        without effects.
     """
 
     model: PkModel
@@ -240,11 +270,15 @@ class PopulationFit:
     n_observations: int
     covariance: pd.DataFrame | None = None
     sandwich: pd.DataFrame | None = None
+    jackknife: pd.DataFrame | None = None
     diagnostics: tuple[str, ...] = ()
     starts: pd.DataFrame | None = None
     n_left_out: int = 0
     n_unit_variance: int = 0
     study: StudyEvents | None = field(default=None, repr=False, compare=False)
+    effects: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
+    effect_terms: tuple[CovariateEffect, ...] = ()
+    covariate_shift: pd.DataFrame | None = None
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -272,6 +306,13 @@ class PopulationFit:
         from .diagnostics import epsilon_shrinkage
 
         return epsilon_shrinkage(self.residuals())
+    @property
+    def individual(self) -> pd.DataFrame:
+        """Each patient's parameters: typical value, covariate effects and random effects."""
+        log_values = np.log(self.typical[self.eta.columns].to_numpy(float)) + self.eta
+        if self.covariate_shift is not None:
+            log_values = log_values + self.covariate_shift.to_numpy()
+        return np.exp(log_values)
 
     def summary(self, method: str = "hessian") -> pd.DataFrame:
         r"""The parameter table of a PMX report: estimate, SE, RSE %, 95 % interval, shrinkage.
@@ -299,9 +340,10 @@ class PopulationFit:
         """
         if method not in ("hessian", "sandwich"):
             raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
-        estimates = pd.concat(
-            {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
-        )
+        parts = {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
+        if len(self.effects):
+            parts["effect"] = self.effects
+        estimates = pd.concat(parts, names=["kind", "parameter"])
         covariance = self.covariance if method == "hessian" else self.sandwich
         log_se = pd.Series(np.nan, index=estimates.index)
         if covariance is not None:
@@ -309,7 +351,7 @@ class PopulationFit:
         shrinkage = pd.Series(np.nan, index=estimates.index)
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
         half_width = special.ndtri(0.975) * log_se
-        return pd.DataFrame(
+        table = pd.DataFrame(
             {
                 "estimate": estimates,
                 "se": estimates * log_se,
@@ -319,6 +361,15 @@ class PopulationFit:
                 "shrinkage_percent": shrinkage,
             }
         )
+        # An exponent is estimated as it stands (it may be 0 or negative), not on a log scale.
+        powers = [("effect", e.label) for e in self.effect_terms if not e.categorical]
+        if powers:
+            beta, se = estimates.loc[powers], log_se.loc[powers]
+            table.loc[powers, "se"] = se
+            table.loc[powers, "rse_percent"] = 100 * se / beta.abs()
+            table.loc[powers, "ci_low"] = beta - half_width.loc[powers]
+            table.loc[powers, "ci_high"] = beta + half_width.loc[powers]
+        return table
 
     def __str__(self) -> str:
         status = "converged" if self.converged else "NOT converged"
@@ -349,13 +400,17 @@ def _fit_notes(fit: PopulationFit) -> list[str]:
 
 
 def _unpacked_series(problem: _Problem, x: np.ndarray):
+    """Typical values, omega, residual error and covariate effects as Series."""
     names = list(problem.model.parameters)
-    mu, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
+    _, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
     residual_names = list(problem.residual_names)
+    beta = x[problem.n_variance :]
+    factor = np.array([e.categorical for e in problem.effects], dtype=bool)
     return (
-        pd.Series(np.exp(mu), index=names),
+        pd.Series(np.exp(x[: problem.p]), index=names),
         pd.Series(np.exp(2 * log_sd), index=names),
         pd.Series(residual[problem.residual_columns], index=residual_names),
+        pd.Series(np.where(factor, np.exp(beta), beta), index=[e.label for e in problem.effects]),
     )
 
 
@@ -364,7 +419,8 @@ def _parameter_index(problem: _Problem) -> pd.MultiIndex:
     return pd.MultiIndex.from_tuples(
         [("typical", n) for n in names]
         + [("omega_sd", n) for n in names]
-        + [("residual", n) for n in problem.residual_names],
+        + [("residual", n) for n in problem.residual_names]
+        + [("effect", e.label) for e in problem.effects],
         names=["kind", "parameter"],
     )
 
@@ -474,7 +530,11 @@ def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarra
         (omega[:, None] * data + 2 * problem.identity).swapaxes(-1, -2), data.swapaxes(-1, -2)
     ).swapaxes(-1, -2)
     curvature = np.empty(problem.k)
-    curvature[:p] = 2 * np.diagonal(ratio, axis1=-2, axis2=-1).sum(axis=0)
+    per_patient = 2 * np.diagonal(ratio, axis1=-2, axis2=-1)
+    curvature[:p] = per_patient.sum(axis=0)
+    curvature[problem.n_variance :] = (
+        problem.effect_columns(per_patient[None])[0] * problem.design
+    ).sum(axis=0)
     explained = omega * np.diagonal(ratio, axis1=-2, axis2=-1)  # omega^2 / total, per patient
     curvature[p : 2 * p] = (4 * explained**2).sum(axis=0)
     for column, (dv, _) in enumerate(_residual_changes(problem, t)):
@@ -545,6 +605,7 @@ def fit_population(
     *,
     model: PkModel | None = None,
     error: str | None = None,
+    effects: tuple[str, ...] | list[str] | None = None,
     max_iterations: int = 300,
 ) -> PopulationFit:
     """Fit a population PK model to a study's PK endpoint by FOCE-I.
@@ -558,6 +619,11 @@ def fit_population(
     error : {"combined", "additive", "proportional"}, optional
         The residual error model; default ``"combined"``, or ``"additive"`` for log
         concentrations (``roles.log_dv``), which is then the only one allowed.
+    effects : sequence of str, optional
+        Covariate effects on typical values, as formulas ``"cl ~ wt/70"`` (a power of a
+        continuous covariate over a reference, default its median) or ``"cl ~ sex"`` (a
+        factor for each level of a categorical one but the most common): see
+        :mod:`synpmx_lite.pmx.covariates`. Default the roles' ``effects``; ``()`` for none.
     max_iterations : int, default 300
         Most L-BFGS-B iterations of each run of the outer problem.
 
@@ -571,8 +637,9 @@ def fit_population(
     ------
     ValueError
         For an unknown error model, a proportional error on log concentrations, an oral
-        model for a study with infusions, fewer than one iteration, or concentrations none of
-        which is positive.
+        model for a study with infusions, fewer than one iteration, concentrations none of
+        which is positive, or an effect that does not parse or names a parameter or
+        covariate the fit lacks.
 
     Warns
     -----
@@ -600,6 +667,7 @@ def fit_population(
             "(roles.cmt)"
         )
     max_iterations = check_count(max_iterations, "max_iterations")
+    terms = _study_effects(study, model, effects)
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
         raise ValueError(
             "study has no positive concentration of its PK endpoint: every DV is zero or "
@@ -608,7 +676,18 @@ def fit_population(
     # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
     # start-up and synchronization, which on a loaded machine costs more than the fit itself.
     with _thread_pools().limit(limits=1, user_api="blas"):
-        return _fit(study, model, error, max_iterations)
+        return _fit(study, model, error, max_iterations, terms)
+
+
+def _study_effects(study: StudyEvents, model: PkModel, effects: object):
+    """The covariate effects of formulas (default the roles'), read against the study."""
+    effects = study.roles.effects if effects is None else effects
+    return parse_effects(
+        effects,
+        study.covariates[list(study.roles.covariates)],
+        study.roles.categorical,
+        tuple(model.parameters),
+    )
 
 
 def _checked_model_and_error(study: object, model: object, error: object) -> tuple[PkModel, str]:
@@ -626,12 +705,18 @@ def _checked_model_and_error(study: object, model: object, error: object) -> tup
     return model, error
 
 
-def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) -> PopulationFit:
-    problem = _Problem(study, model, error, ERROR_MODELS[error])
+def _fit(
+    study: StudyEvents, model: PkModel, error: str, max_iterations: int, effects: tuple
+) -> PopulationFit:
+    problem = _Problem(study, model, error, ERROR_MODELS[error], effects)
     p, n = problem.p, study.n_patients
     spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
-    tail = np.r_[np.full(p, np.log(0.3)), [residual0[name] for name in ERROR_MODELS[error]]]
+    tail = np.r_[
+        np.full(p, np.log(0.3)),
+        [residual0[name] for name in ERROR_MODELS[error]],
+        np.zeros(problem.n_effects),  # no covariate effect
+    ]
     candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
     # Screen every start by its OFV (one batch), and search from the best. Rough modes rank
     # the starts well enough; each search refines its own.
@@ -665,12 +750,13 @@ def _fit(study: StudyEvents, model: PkModel, error: str, max_iterations: int) ->
 
 
 def _search_bounds(problem: _Problem, x0: np.ndarray, residual_bounds: dict) -> list:
-    """The search range: typical values within a factor 100 of the start, SDs and residual
-    errors within their bounds."""
+    """The search range: typical values within a factor 100 of the start, SDs, residual
+    errors and covariate effects within their bounds."""
     p = problem.p
     bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
     bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
-    return bounds + [residual_bounds[name] for name in ERROR_MODELS[problem.error]]
+    bounds += [residual_bounds[name] for name in ERROR_MODELS[problem.error]]
+    return bounds + [_EFFECT_BOUNDS[effect.categorical] for effect in problem.effects]
 
 
 def _flip_flop_mirror(
@@ -737,7 +823,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         )
     # Covariance step: R by central differences of the exact gradient, over the free
     # parameters; S from each patient's gradient.
-    covariance = sandwich = None
+    covariance = sandwich = jackknife = None
     free_index = np.flatnonzero(free)
     m = free_index.size
     free_gradient = gradient[free_index]
@@ -760,6 +846,13 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         free_names = index[free_index]
         covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
         sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
+        # Leaving patient i out removes O_i, whose gradient g_i then drives a Newton step
+        # R^-1 g_i from the optimum: the infinitesimal jackknife.
+        jackknife = pd.DataFrame(
+            gradient_terms[0][:, free_index] @ r_inverse,
+            index=pd.Index(study.ids, name="id"),
+            columns=free_names,
+        )
         log_se = np.sqrt(2 * np.diag(r_inverse))
         for i, se in zip(free_index, log_se, strict=True):
             if se > _UNDETERMINED_LOG_SE:
@@ -798,7 +891,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
             "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
             "the units of the observations; fit the combined error model"
         )
-    typical, omega, residual = _unpacked_series(problem, x)
+    typical, omega, residual, effects = _unpacked_series(problem, x)
     parameter_names = list(problem.model.parameters)
     eta_table = pd.DataFrame(
         final.eta[0], index=pd.Index(study.ids, name="id"), columns=parameter_names
@@ -817,11 +910,19 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         n_observations=problem.n_obs - n_left_out,
         covariance=covariance,
         sandwich=sandwich,
+        jackknife=jackknife,
         diagnostics=tuple(diagnostics),
         starts=starts,
         n_left_out=n_left_out,
         n_unit_variance=int(unit_variance.sum()),
         study=study,
+        effects=effects,
+        effect_terms=problem.effects,
+        covariate_shift=None
+        if not problem.effects
+        else pd.DataFrame(
+            problem.covariate_shift(x[None])[0], index=eta_table.index, columns=parameter_names
+        ),
     )
     if diagnostics:
         warnings.warn(
@@ -904,12 +1005,15 @@ def importance_sampling_ofv(
     draws = check_count(draws, "draws", minimum=10)
     rng = check_rng(seed, "seed")
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error])
+        problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error], fit.effect_terms)
         names = list(fit.model.parameters)
+        factor = np.array([e.categorical for e in fit.effect_terms], dtype=bool)
+        effects = fit.effects.to_numpy(dtype=float)
         x = np.r_[
             np.log(fit.typical[names].to_numpy(dtype=float)),
             0.5 * np.log(fit.omega[names].to_numpy(dtype=float)),
             np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
+            np.where(factor, np.log(np.where(factor, effects, 1.0)), effects),
         ]
         p, n = problem.p, problem.n_patients
         mode = _modes(problem, x[None], np.zeros((1, n, p)))

@@ -84,6 +84,7 @@ class PmxRoles:
     cmt: str | None = None
     negative_dv: bool = False
     varying: tuple[str, ...] = ()
+    effects: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -127,6 +128,7 @@ def pmx_roles(
     cmt: str | None = None,
     negative_dv: bool = False,
     varying: tuple[str, ...] | list[str] = (),
+    effects: tuple[str, ...] | list[str] = (),
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -198,6 +200,10 @@ def pmx_roles(
         the engine reads their value at the patient's first row, the baseline. Any other
         covariate or keep column that changes within a patient is refused (time-varying
         covariates are not modelled).
+    effects : sequence of str
+        Covariate effects on the PK model's typical values, as formulas ``"cl ~ wt/70"``
+        or ``"cl ~ sex"`` (:mod:`synpmx_lite.pmx.covariates`), each naming one of
+        ``covariates``; the default of :func:`synpmx_lite.pmx.population.fit_population`.
 
     Returns
     -------
@@ -240,6 +246,7 @@ def pmx_roles(
             raise TypeError(f"{flag} must be a bool, got {value!r}")
     if not fit_pk and (pk_endpoint is not None or log_dv):
         raise ValueError("a study without a PK fit (fit_pk=False) takes no pk_endpoint or log_dv")
+    effects = _effect_formulas(effects, covariates)
     return PmxRoles(
         **required,
         **optional,
@@ -253,7 +260,24 @@ def pmx_roles(
         graded=graded,
         negative_dv=negative_dv,
         varying=varying,
+        effects=effects,
     )
+
+
+def _effect_formulas(effects: object, covariates: tuple) -> tuple:
+    """The effect formulas, each naming one of the covariates (parsed in full by the fit)."""
+    if isinstance(effects, str) or not isinstance(effects, (tuple, list)):
+        raise TypeError(f"effects must be a sequence of formulas, got {effects!r}")
+    for formula in effects:
+        if not isinstance(formula, str) or "~" not in formula:
+            raise ValueError(f"effects: {formula!r} is not a formula '<parameter> ~ <covariate>'")
+        covariate = formula.split("~", 1)[1].split("/", 1)[0].strip()
+        if covariate not in covariates:
+            raise ValueError(
+                f"effects: {formula!r} names {covariate!r}, not one of the covariates "
+                f"{list(covariates)}"
+            )
+    return tuple(effects)
 
 
 def _check_column_names(required: dict, optional: dict) -> None:

@@ -1,0 +1,165 @@
+"""Covariate effects through the generator: released, checked, read by P5, simulated."""
+
+import dataclasses
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from synpmx_lite.generator.estimate import (
+    model_fingerprint,
+    model_privacy_checks,
+    synpmx_model_estimate,
+)
+from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator.influence import jackknife_moves
+from synpmx_lite.generator.release import Fingerprint
+from synpmx_lite.pmx.population import fit_population
+from synpmx_lite.pmx.study import prepare_study
+from tests.simulated import EXPONENTS, known_fingerprint, weight_data
+
+EFFECTS = ("cl ~ WT/70", "v ~ WT/70", "cl ~ SEX")
+
+
+@pytest.fixture(scope="module")
+def released():
+    data, roles = weight_data(n=60, seed=5, effects=EFFECTS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = synpmx_model_estimate(
+            data, roles, error="proportional", drop_influential=False, residual_readings=True
+        )
+    return fit, model_fingerprint(fit)
+
+
+def test_the_release_holds_each_effect_rounded_as_the_other_estimates(released):
+    fit, fingerprint = released
+    effects = {(e["parameter"], e["covariate"], e["level"]): e for e in fingerprint.effects}
+    weight_on_v = effects[("v", "WT", None)]
+    assert weight_on_v["reference"] == 70.0
+    assert weight_on_v["estimate"] == float(f"{fit.pk.effects['v ~ WT/70']:.1g}")
+    assert effects[("cl", "SEX", "F")]["reference"] is None  # a level's factor
+    assert Fingerprint.from_json(fingerprint.to_json()) == fingerprint
+
+
+def test_a_release_without_effects_reads_as_before():
+    fingerprint = known_fingerprint()
+    assert "effects" not in json.loads(fingerprint.to_json())
+    assert Fingerprint.from_json(fingerprint.to_json()).effects == []
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"covariate": "HT"}, "effects\\[0\\].covariate"),
+        ({"estimate": 40.0}, "effects\\[0\\].estimate"),
+        ({"level": "F"}, "must be null for a continuous"),
+        ({"parameter": "ka"}, "effects\\[0\\].parameter"),
+        ({"reference": None, "covariate": "SEX", "level": "X"}, "released level of 'SEX'"),
+    ],
+)
+def test_a_malformed_effect_is_refused(change, message):
+    effect = {"parameter": "cl", "covariate": "WT", "reference": 70.0, "level": None}
+    effect = effect | {"estimate": 0.8} | change
+    with pytest.raises(ValueError, match=message):
+        known_fingerprint(effects=[effect])
+
+
+def test_synthetic_patients_carry_the_released_weight_slope(released):
+    """The slope of log CL on log weight fitted to the synthetic data agrees with the source
+    fit's within two of its SEs (the release rounds it to one figure)."""
+    fit, fingerprint = released
+    bigger = dataclasses.replace(
+        fingerprint,
+        cohort_size=240,
+        arms=[fingerprint.arms[0] | {"patients": 240}],
+    )
+    synthetic = synpmx_model_generate(bigger, seed=2)
+    synthetic["id"] = synthetic["id"].str.slice(4).astype(int)
+    _, roles = weight_data(n=3)
+    # Only the columns the roles name: the engine refuses NONMEM items (MDV, RATE) it is not
+    # told of, and on synthetic rows they say only what EVID and AMT say.
+    synthetic = synthetic.rename(columns=_UPPER)[[*_UPPER.values(), *roles.covariates]]
+    study = prepare_study(synthetic, roles)
+    refit = fit_population(study, error="proportional", effects=("cl ~ WT/70", "v ~ WT/70"))
+    source = fit.pk.summary().loc["effect"]
+    for name in ("cl", "v"):
+        label = f"{name} ~ WT/70"
+        slope = refit.effects[label]
+        assert abs(slope - source.loc[label, "estimate"]) < 2 * source.loc[label, "se"], name
+        assert abs(slope - EXPONENTS[name]) < 0.3
+
+
+_UPPER = {"id": "ID", "time": "TIME", "amt": "AMT", "dv": "DV", "evid": "EVID"}
+
+
+def test_p5_reads_each_patients_move_of_the_effects_and_residual_error(released):
+    fit, fingerprint = released
+    columns = [c for c in fit.privacy.moves.columns if c.endswith((" effect", "residual error"))]
+    assert len(columns) == 4  # three effects and the proportional error
+    moves = fit.privacy.moves[columns]
+    assert (moves.to_numpy() > 0).all()
+    # A reading past every other move is what P5 reports.
+    pushed = dataclasses.replace(fit.privacy, moves=fit.privacy.moves.assign(**{columns[0]: 99.0}))
+    checks = model_privacy_checks(dataclasses.replace(fit, privacy=pushed), released=fingerprint)
+    p5 = checks.set_index("check").loc["P5"]
+    assert p5["verdict"] == "FAIL" and columns[0] in p5["result"]
+
+
+def test_the_jackknife_reads_the_moves_of_exact_refits():
+    """On a 14-patient study the one-step reading of every estimate correlates with the exact
+    leave-one-out move above 0.97 and is within 40 % of the largest."""
+    study = prepare_study(*weight_data(n=14, seed=8))
+    fit = fit_population(study, error="proportional", effects=("cl ~ WT/70", "cl ~ SEX"))
+    keys = list(fit.jackknife.columns)
+    exact = np.array([_estimated(_refit_without(study, i), keys) for i in range(14)])
+    exact -= _estimated(fit, keys)
+    reading = fit.jackknife.to_numpy()
+    for j, key in enumerate(keys):
+        assert np.corrcoef(exact[:, j], reading[:, j])[0, 1] > 0.97, key
+        largest = np.abs(exact[:, j]).max()
+        assert np.abs(reading[:, j]).max() == pytest.approx(largest, rel=0.4), key
+    # Readings that reach the bar are replaced by exact refits; the others stand.
+    read = [k for k in keys if k[0] in ("residual", "effect")]
+    one_step = 100 * np.abs(fit.jackknife[read].to_numpy())
+    bar = np.median(one_step.max(axis=1))
+    moves = jackknife_moves(study, fit, pk_label="DV", exact_from=bar).to_numpy()
+    refitted = (one_step >= bar).any(axis=1)
+    assert 0 < refitted.sum() < 14
+    exact_read = 100 * np.abs(exact[:, [keys.index(k) for k in read]])
+    np.testing.assert_allclose(moves[refitted], exact_read[refitted], rtol=1e-6)
+    np.testing.assert_allclose(moves[~refitted], one_step[~refitted])
+
+
+def _refit_without(study, i):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_population(
+            study.subset(np.arange(study.n_patients) != i),
+            error="proportional",
+            effects=("cl ~ WT/70", "cl ~ SEX"),
+        )
+
+
+def _estimated(fit, keys):
+    powers = {t.label for t in fit.effect_terms if not t.categorical}
+    series = {"typical": fit.typical, "omega_sd": fit.omega_sd, "residual": fit.residual}
+    series["effect"] = fit.effects
+    return np.array(
+        [
+            series[kind][name] if name in powers else np.log(series[kind][name])
+            for kind, name in keys
+        ]
+    )
+
+
+def test_residual_readings_are_off_by_default():
+    """Releases made before the residual readings existed are made again unchanged."""
+    data, roles = weight_data(n=12, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = synpmx_model_estimate(data, roles, drop_influential=False)
+    assert not [c for c in fit.privacy.moves.columns if c.endswith("residual error")]
+    with pytest.raises(TypeError, match="residual_readings"):
+        synpmx_model_estimate(data, roles, residual_readings="yes")

@@ -1,0 +1,143 @@
+"""Covariate effects: parsing, exact gradients, recovery on simulated data, the summary."""
+
+import numpy as np
+import pytest
+
+from synpmx_lite.pmx import _foce, population
+from synpmx_lite.pmx.covariates import parse_effects
+from synpmx_lite.pmx.population import ERROR_MODELS, fit_population
+from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
+from tests.simulated import weight_data
+
+
+def weight_study(n=60, seed=3):
+    return prepare_study(*weight_data(n=n, seed=seed))
+
+
+@pytest.fixture(scope="module")
+def weight_fit():
+    study = weight_study()
+    return study, fit_population(
+        study, error="proportional", effects=("cl ~ WT/70", "v ~ WT/70", "cl ~ SEX")
+    )
+
+
+def test_simulated_exponents_and_factor_are_recovered_within_their_standard_errors(weight_fit):
+    _, fit = weight_fit
+    assert fit.converged
+    table = fit.summary().loc["effect"]
+    truth = {"cl ~ WT/70": 0.75, "v ~ WT/70": 1.0, "cl ~ SEX": 0.8}
+    for label, value in truth.items():
+        estimate, se = table.loc[label, ["estimate", "se"]]
+        assert abs(estimate - value) < 3 * se, label
+    assert 0 < table.loc["v ~ WT/70", "se"] < 0.2  # a rich study determines the exponent
+    np.testing.assert_allclose(fit.typical, [1.0, 10.0], rtol=0.1)
+
+
+def test_the_summary_reads_an_exponent_on_its_own_scale(weight_fit):
+    _, fit = weight_fit
+    table = fit.summary()
+    row = table.loc[("effect", "v ~ WT/70")]
+    se = np.sqrt(fit.covariance.loc[("effect", "v ~ WT/70"), ("effect", "v ~ WT/70")])
+    assert row["estimate"] == fit.effects["v ~ WT/70"]
+    assert row["se"] == pytest.approx(se)
+    assert row["rse_percent"] == pytest.approx(100 * se / abs(row["estimate"]))
+    assert row["ci_low"] == pytest.approx(row["estimate"] - 1.959964 * se, rel=1e-6)
+    # A level's factor is read on the log scale, as the typical values are.
+    factor = table.loc[("effect", "cl ~ SEX")]
+    assert factor["ci_low"] * factor["ci_high"] == pytest.approx(factor["estimate"] ** 2)
+
+
+def test_individual_parameters_carry_the_covariates_through_the_effects(weight_fit):
+    study, fit = weight_fit
+    log_weight = np.log(study.covariates["WT"].to_numpy(float) / 70)
+    shift = fit.covariate_shift["v"].to_numpy()
+    np.testing.assert_allclose(shift, fit.effects["v ~ WT/70"] * log_weight)
+    np.testing.assert_allclose(
+        np.log(fit.individual["v"]), np.log(fit.typical["v"]) + shift + fit.eta["v"]
+    )
+
+
+def test_effects_lower_the_objective_of_warfarin():
+    study = prepare_study(*load_dataset("warfarin"))
+    without = fit_population(study, error="additive")
+    with_weight = fit_population(study, error="additive", effects=("cl ~ wt/70", "v ~ wt/70"))
+    assert with_weight.converged
+    assert with_weight.ofv < without.ofv - 20  # weight explains much of V's variability
+    assert with_weight.omega["v"] < without.omega["v"]
+    assert without.effects.empty and without.covariate_shift is None
+
+
+def test_exact_gradient_in_the_effects_matches_central_differences(monkeypatch):
+    monkeypatch.setattr(_foce, "_MODE_TOLERANCE", 1e-13)
+    study = prepare_study(*load_dataset("warfarin"))
+    model = study.roles.model
+    effects = parse_effects(
+        ("cl ~ wt/70", "v ~ wt", "cl ~ sex"), study.covariates, (), tuple(model.parameters)
+    )
+    problem = _foce._Problem(study, model, "combined", ERROR_MODELS["combined"], effects)
+    start = population._pooled_starts(problem, study)[0]
+    x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log([0.5, 0.1]), [0.7, 0.9, -0.2]]
+    base = _foce._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
+    _, gradient = _foce._ofv_and_gradient(problem, base)
+    sensitivity = _foce._mode_sensitivity(problem, base)[0]
+    step = 1e-4
+    points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
+    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
+    total = _foce._ofv_and_gradient(problem, shifted)[0].sum(axis=1)
+    numeric = (total[: x.size] - total[x.size :]) / (2 * step)
+    np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-5, atol=1e-4)
+    moved = (shifted.eta[: x.size] - shifted.eta[x.size :]) / (2 * step)
+    np.testing.assert_allclose(sensitivity, np.moveaxis(moved, 0, -1), atol=1e-5)
+
+
+def test_the_reference_defaults_to_the_median_and_the_most_common_level():
+    study = prepare_study(*load_dataset("warfarin"))
+    covariates = study.covariates
+    weight, sex = parse_effects(("cl ~ wt", "cl ~ sex"), covariates, (), ("cl", "v", "ka"))
+    assert weight.reference == pytest.approx(np.median(covariates["wt"]))
+    assert sex.level != covariates["sex"].mode()[0]
+
+
+@pytest.mark.parametrize(
+    "effects, message",
+    [
+        ("cl ~ wt", "sequence of formulas"),
+        (("cl wt",), "is not a formula"),
+        (("q ~ wt",), "names parameter 'q'"),
+        (("cl ~ height",), "not one of the roles' covariates"),
+        (("cl ~ wt", "cl ~ wt/70"), "repeat cl ~ wt"),
+        (("cl ~ wt/0",), "must be a positive number"),
+        (("cl ~ wt/heavy",), "must be a positive number"),
+        (("cl ~ sex/1",), "gives a reference to the categorical"),
+    ],
+)
+def test_bad_effects_are_refused(effects, message):
+    study = prepare_study(*load_dataset("warfarin"))
+    with pytest.raises((TypeError, ValueError), match=message):
+        fit_population(study, effects=effects)
+
+
+def test_a_covariate_without_variation_is_refused():
+    study = prepare_study(*load_dataset("warfarin"))
+    constant = study.covariates.assign(wt=70.0, sex="m")
+    for formula, message in (("cl ~ wt", "takes one value"), ("cl ~ sex", "takes one level")):
+        with pytest.raises(ValueError, match=message):
+            parse_effects((formula,), constant, (), ("cl", "v", "ka"))
+
+
+def test_the_roles_carry_the_effects_and_name_only_their_covariates():
+    data, roles = load_dataset("warfarin")
+    with pytest.raises(ValueError, match="not one of the covariates"):
+        pmx_roles(**_roles_columns(roles), effects=("cl ~ height",))
+    named = pmx_roles(**_roles_columns(roles), effects=("v ~ wt/70",))
+    fit = fit_population(prepare_study(data, named), error="additive")
+    assert list(fit.effects.index) == ["v ~ wt/70"]
+
+
+def _roles_columns(roles):
+    return dict(
+        id=roles.id, time=roles.time, dv=roles.dv, amt=roles.amt, evid=roles.evid,
+        dvid=roles.dvid, covariates=roles.covariates, weight=roles.weight,
+        pk_endpoint=roles.pk_endpoint, model=roles.model,
+    )  # fmt: skip
