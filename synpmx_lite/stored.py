@@ -151,10 +151,17 @@ def store(path: str | os.PathLike, result: StoredResult) -> None:
     try:
         with os.fdopen(handle, "wb") as file:
             np.savez_compressed(file, **result.arrays, **{_META: np.array(meta_json)})
+        os.chmod(scratch, 0o666 & ~_umask())  # mkstemp's file is private; a stored one is not
         os.replace(scratch, path)
     except BaseException:
         Path(scratch).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def cache_folder() -> Path:

@@ -142,3 +142,4 @@ def test_a_file_is_stored_only_under_its_own_name(tmp_path):
         stored.store(tmp_path / "r", result)
     stored.store(tmp_path / "r.npz", result)
     assert [path.name for path in tmp_path.iterdir()] == ["r.npz"]  # no scratch file left
+    assert (tmp_path / "r.npz").stat().st_mode & 0o044  # readable by others, as a shipped file
