@@ -98,7 +98,9 @@ def sources_digest(paths: Iterable[str]) -> str:
     ----------
     paths : iterable of str
         Files or folders inside the package (``"pmx"``, ``"generator/estimate.py"``); a folder
-        stands for every ``.py`` file below it.
+        stands for every ``.py`` file below it. Name every module the computation runs, the
+        shared helpers it calls included: a change to a module left out goes unseen, and the
+        stored result would be returned for code that no longer makes it.
 
     Returns
     -------
