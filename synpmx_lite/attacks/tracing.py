@@ -1110,6 +1110,7 @@ def simulate_tracing(
     parts = _simulated_statistics(
         hashes,
         counts,
+        epsilons,
         per_budget,
         sample_size=sample_size,
         people=people,
@@ -1148,6 +1149,7 @@ def _statistics_per_budget(
 def _simulated_statistics(
     hashes: np.ndarray,
     counts: list[int],
+    epsilons: tuple[float, ...],
     per_budget: dict[float, list[str]],
     *,
     sample_size: int,
@@ -1157,7 +1159,6 @@ def _simulated_statistics(
     rng: np.random.Generator,
 ) -> dict[tuple[float, int, str], list[tuple[np.ndarray, ...]]]:
     """Every block's statistics, by budget, predicate count and statistic (for _tabulate)."""
-    epsilons = tuple(per_budget)  # the budgets, in their order
     noisy = [e for e in epsilons if e != math.inf]
     parts: dict[tuple[float, int, str], list[tuple[np.ndarray, ...]]] = {}
     # The products are many and small: one BLAS thread each is fastest, and threads that
