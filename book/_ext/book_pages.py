@@ -3,7 +3,8 @@
 **Buttons follow the repository.** ``repository.url`` in ``_config.yml`` is the one setting
 that names the repository. Where it is set, the repository, issue and edit buttons and the
 Binder and Live Code (Thebe) launch buttons are rendered; where it is empty, none of them is,
-so that a book built before it has a home links to no placeholder.
+so that a book built before it has a home links to no placeholder. The download menu offers
+each chapter's executed notebook either way.
 
 **Math without a network.** MathJax is loaded from the book's own static files: its
 self-contained SVG component (``tex-svg-full.js``, fonts included) is copied from the
@@ -67,6 +68,25 @@ def buttons_follow_the_repository(app: Sphinx, config: Config) -> None:
         options.pop("repository_url", None)
 
 
+def offer_the_executed_notebook(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object
+) -> None:
+    """Give the download menu a chapter's executed notebook, with or without launch buttons.
+
+    sphinx-book-theme copies it into ``_sources`` only while it makes launch buttons, which
+    are not rendered without a repository.
+    """
+    executed = Path(app.env.mystnb_config.output_folder, *pagename.split("/"))
+    executed = executed.with_name(executed.name + ".ipynb")
+    if doctree is None or "kernelspec" not in app.env.metadata[pagename] or not executed.exists():
+        return
+    offered = Path(app.outdir, "_sources", *pagename.split("/"))
+    offered = offered.with_name(offered.name + ".ipynb")
+    offered.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(executed, offered)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
 def use_local_mathjax(app: Sphinx, config: Config) -> None:
     """Point ``mathjax_path`` at the copy in ``_static`` (see :func:`copy_mathjax`)."""
     config.mathjax_path = MATHJAX_PATH
@@ -128,10 +148,10 @@ def html_pages(outdir: Path) -> list[Path]:
 
 def page_defects(outdir: Path) -> list[str]:
     """Every undescribed image and every internal link that does not resolve, in the HTML."""
-    pages = {path: read_page(path) for path in html_pages(outdir)}
+    pages = {path.resolve(): read_page(path) for path in html_pages(outdir)}
     defects = []
     for path, page in pages.items():
-        name = path.relative_to(outdir).as_posix()
+        name = path.relative_to(outdir.resolve()).as_posix()
         defects += [
             f"{name}: image {src} has no description (alt text {alt!r})"
             for src, alt in page.images
@@ -156,7 +176,9 @@ def _link_problem(path: Path, href: str, pages: dict[Path, PageLinks]) -> str | 
     anchor = unquote(parts.fragment)
     if not anchor or target.suffix != ".html":
         return None
-    page = pages.get(target) or read_page(target)
+    if target not in pages:
+        pages[target] = read_page(target)
+    page = pages[target]
     return None if anchor in page.anchors else f"points at a missing anchor #{anchor}"
 
 
@@ -173,5 +195,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", buttons_follow_the_repository, priority=400)
     app.connect("config-inited", use_local_mathjax)
     app.connect("builder-inited", copy_mathjax)
+    # Before sphinx-book-theme makes the download menu (priority 501).
+    app.connect("html-page-context", offer_the_executed_notebook, priority=500)
     app.connect("build-finished", warn_on_page_defects)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
