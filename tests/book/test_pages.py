@@ -129,7 +129,7 @@ def test_the_download_menu_gives_the_executed_notebook(built):
 
 def test_mathjax_comes_from_the_builds_own_files(built):
     html = chapter_html(built)
-    assert f'src="../_static/{book_pages.MATHJAX_PATH}"' in html
+    assert f'src="../_static/{book_pages.MATHJAX_PATH}?' in html  # with Sphinx's checksum
     assert "cdn.jsdelivr" not in html and "mathjax@3" not in html
     copied = built / "_static" / book_pages.MATHJAX_PATH
     assert copied.read_bytes() == book_pages.mathjax_source().read_bytes()
