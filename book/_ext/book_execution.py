@@ -46,7 +46,8 @@ them (it only reads the numbered node and its ids).
 **Ignore notebooks made from the chapters.** ``_config.yml`` keeps ``.ipynb`` files out of the
 sources, but the theme's launch buttons still open ``book/chapter.ipynb`` instead of
 ``book/chapter.md`` when one lies beside the chapter; they are pointed back at the source, the
-file the repository holds.
+file the repository holds. The download menu's ``.ipynb`` entry is left as it is: it gives the
+chapter's executed notebook.
 
 Load it from ``_config.yml``::
 
@@ -239,12 +240,17 @@ def clear_old_reports(app: Sphinx) -> None:
 def launch_the_source(
     app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object
 ) -> None:
-    """Point the page's launch buttons at its source, not at a notebook made beside it."""
+    """Point the page's launch buttons at its source, not at a notebook made beside it.
+
+    The download menu is left alone: its ``.ipynb`` entry is the executed notebook.
+    """
     source = Path(app.env.doc2path(pagename, base=False))
     if doctree is None or source.suffix == ".ipynb":
         return
     made = source.with_suffix(".ipynb").as_posix()
     for group in context.get("header_buttons", []):
+        if group.get("label") == "download-buttons":
+            continue
         for button in group.get("buttons", []):
             if button.get("url", "").endswith(made):
                 button["url"] = button["url"][: -len(made)] + source.as_posix()

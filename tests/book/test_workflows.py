@@ -46,6 +46,7 @@ kernelspec:
 
 
 CHAPTER_NAMES = ("chapter", "second", "third")
+REPOSITORY = "https://github.com/example-owner/example-book"
 
 
 def write_chapter(
@@ -61,8 +62,11 @@ def write_chapter(
 def book(tmp_path: Path) -> Path:
     """A scratch book: the project's configuration, one chapter, one package ``scratchpkg``."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["sphinx"]["local_extensions"] = {"book_execution": str(ROOT / "book" / "_ext")}
+    extensions = config["sphinx"]["local_extensions"]
+    config["sphinx"]["local_extensions"] = dict.fromkeys(extensions, str(ROOT / "book" / "_ext"))
     config["sphinx"]["config"]["execution_depends_on"] = ["scratchpkg"]
+    # A book with a home: its launch buttons are rendered (they follow repository.url).
+    config["repository"]["url"] = REPOSITORY
     config["sphinx"]["config"]["execution_workers"] = 2
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
     (tmp_path / "_toc.yml").write_text(
@@ -112,6 +116,9 @@ def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(book):
     # The launch buttons open the chapter, the file the repository holds.
     assert "lab/tree/book/chapter.md" in page(book)
     assert "tree/book/chapter.ipynb" not in page(book)
+    # The repository's buttons follow repository.url; the download menu keeps the notebook.
+    assert f'href="{REPOSITORY}"' in page(book)
+    assert 'href="../_sources/book/chapter.ipynb"' in page(book)
     ignored = subprocess.run(
         ["git", "-C", ROOT, "check-ignore", "-q", "book/privacy_protections.ipynb"], check=False
     )
@@ -146,8 +153,10 @@ def test_a_chapter_read_from_the_cache_is_downloaded_as_when_it_executed(book):
     folders = [book / "_build" / folder / "book" for folder in ("jupyter_execute", "html/_sources")]
     executed = [(folder / "chapter.ipynb").read_bytes() for folder in folders]
     chapter = book / "book" / "chapter.md"
-    later = chapter.stat().st_mtime + 10
-    os.utime(chapter, (later, later))  # read again, its code unchanged
+    # Later than when the first build read it (which, on a loaded machine, can be well after
+    # the file was written): read again, its code unchanged.
+    later = time.time() + 10
+    os.utime(chapter, (later, later))
     again = build(book)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "Using cached notebook" in again.stdout + again.stderr
