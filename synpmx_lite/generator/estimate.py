@@ -17,7 +17,8 @@ The protections, as the R generator states them, with where this engine is stric
 2. No single patient's value is used: the LOQ is half the lowest value at least
    ``min_arm_patients`` patients reached, rounded down to 1, 2 or 5 times a power of ten (and
    further down where one or two patients' lowest values equal it); the reference weight is
-   the median at one significant figure, withheld where one or two patients' weights equal it;
+   the median at one significant figure, or where one or two patients' weights equal it the
+   nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
    planned doses where patients' doses differ are the arm mean at two figures, and dose times,
    durations and visit times are medians at two figures (a visit with a nominal time: that
    time), each moved to the nearest value on its grid that no patient, or at least
@@ -74,9 +75,11 @@ from .influence import (
     PrivacyReport,
     influence_moves,
     influence_table,
+    move_band,
     pd_influence_moves,
 )
 from .protections import (
+    few_values,
     folded_counts,
     identifier_like,
     loq_floor,
@@ -95,6 +98,11 @@ __all__ = [
     "privacy_checks_across_studies",
     "synpmx_model_estimate",
 ]
+
+
+#: The reference weight of a study where no weight at one figure is shared by enough patients:
+#: the standard adult of allometric scaling (70 kg), which every study could release.
+STANDARD_WEIGHT = 70.0
 
 
 def _round(value: float, figures: int) -> float:
@@ -148,15 +156,16 @@ class ModelFit:
 
     @property
     def continuous(self) -> list[str]:
-        """The continuous covariates: numeric ones not declared categorical, except codes
-        (:func:`synpmx_lite.generator.protections.numeric_code`), which are released as
-        categories."""
+        """The continuous covariates: numeric ones not declared categorical, except those with
+        few values (:func:`synpmx_lite.generator.protections.few_values`), which are never
+        summarised."""
         return _continuous(self.roles, self.study.covariates)
 
     @property
     def categorical(self) -> list[str]:
-        """The categorical covariates."""
-        return [c for c in self.roles.covariates if c not in self.continuous]
+        """The categorical covariates: declared so, text, or numeric codes
+        (:func:`synpmx_lite.generator.protections.numeric_code`)."""
+        return _categorical(self.roles, self.study.covariates)
 
     def __str__(self) -> str:
         largest = self.privacy.largest
@@ -165,18 +174,34 @@ class ModelFit:
             f"{self.pk or 'no PK model'}{models}\n{self.n_source} patients, "
             f"{self.privacy.left_out.patients} left out "
             f"in {self.privacy.left_out.rounds} round(s); largest move: {largest['estimate']}, "
-            f"{largest['largest']:.3g} {largest['scale']} ({largest['verdict']})"
+            f"{move_band(largest['largest'], self.privacy.review, self.privacy.fail)} "
+            f"{largest['scale']} ({largest['verdict']})"
         )
 
 
-def _continuous(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
-    """Numeric covariates not declared categorical, less the codes (released as categories)."""
+def _numeric(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Numeric covariates not declared categorical."""
     return [
         c
         for c in roles.covariates
-        if c not in roles.categorical
-        and pd.api.types.is_numeric_dtype(covariates[c])
-        and not numeric_code(covariates[c].to_numpy(dtype=float))
+        if c not in roles.categorical and pd.api.types.is_numeric_dtype(covariates[c])
+    ]
+
+
+def _continuous(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Numeric covariates not declared categorical with more than a code's values."""
+    numeric = _numeric(roles, covariates)
+    return [c for c in numeric if not few_values(covariates[c].to_numpy(dtype=float))]
+
+
+def _categorical(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Covariates released as categories: declared so, text, or numeric codes; a numeric
+    column with few values that is not a code is neither, and is withheld."""
+    numeric = _numeric(roles, covariates)
+    return [
+        c
+        for c in roles.covariates
+        if c not in numeric or numeric_code(covariates[c].to_numpy(dtype=float))
     ]
 
 
@@ -190,8 +215,7 @@ def _refuse_identifiers(study: StudyEvents) -> None:
             "arms; rename them"
         )
     roles, covariates = study.roles, study.covariates
-    categorical = [c for c in roles.covariates if c not in _continuous(roles, covariates)]
-    columns = {name: covariates[name] for name in categorical}
+    columns = {name: covariates[name] for name in _categorical(roles, covariates)}
     if roles.arm:
         columns[roles.arm] = study.arms
     for name, levels in columns.items():
@@ -552,14 +576,27 @@ def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, f
             categories[name] = [
                 [_plain(level), _round(c / counts.sum(), 2)] for level, c in counts.items()
             ]
-    reference = None
     weight = fit.roles.weight
-    if weight:
-        median = _round(kept[weight].median(), 1)
-        weights = round_significant(study.covariates[weight].to_numpy(dtype=float), 1)
-        holders = int(np.isclose(weights, median, rtol=1e-9, atol=0).sum())
-        reference = None if 0 < holders < threshold else median
+    reference = (
+        _reference_weight(study.covariates[weight], kept[weight], threshold) if weight else None
+    )
     return continuous, categories, reference
+
+
+def _reference_weight(weights: pd.Series, kept: pd.Series, threshold: int) -> float:
+    """The kept patients' median weight at one figure where no one to ``threshold - 1``
+    patients' weights read as it; otherwise the value at one figure nearest to it that at
+    least ``threshold`` patients' weights read as, and without one, the public standard of
+    :data:`STANDARD_WEIGHT` kg. Never withheld: a withheld reference beside a released mean
+    would say that only one or two patients weigh about the median."""
+    median = _round(kept.median(), 1)
+    readings = pd.Series(round_significant(weights.to_numpy(dtype=float), 1)).value_counts()
+    if not 0 < readings.get(median, 0) < threshold:
+        return median
+    shared = readings.index[readings >= threshold].to_numpy(dtype=float)
+    if shared.size == 0:
+        return STANDARD_WEIGHT
+    return float(min(shared, key=lambda w: (abs(w - median), w)))
 
 
 def _pd_release(fit: ModelFit, endpoints: dict) -> dict:
@@ -769,8 +806,8 @@ def privacy_checks_across_studies(
     -------
     table : pandas.DataFrame
         One row per study: ``study``, ``patients``, ``left_out`` (for moving an estimate by 15
-        or more), the verdicts ``P1``-``P5``, ``largest`` (the largest move among the
-        patients kept, with the estimate's name), and for membership inference
+        or more), the verdicts ``P1``-``P5``, ``largest`` (the band of the largest move
+        among the patients kept, with the estimate's name), and for membership inference
         ``random_effects`` (between-subject variances released, PK and PD), ``pd_models``
         (each PD endpoint's chosen shape), ``attendance_below_1``
         (attendance rates released below 1) and ``free_frequencies`` (category levels less
@@ -814,7 +851,9 @@ def privacy_checks_across_studies(
                 "patients": fit.n_source,
                 "left_out": fit.privacy.left_out.patients,
                 **checks["verdict"].to_dict(),
-                "largest": f"{largest['estimate']}, {largest['largest']:.3g} {largest['scale']}",
+                "largest": f"{largest['estimate']}, "
+                f"{move_band(largest['largest'], fit.privacy.review, fit.privacy.fail)} "
+                f"{largest['scale']}",
                 "random_effects": len(fingerprint.omega) + len(fingerprint.pd),
                 "pd_models": ", ".join(
                     f"{name}: {model['shape']}" for name, model in fingerprint.pd.items()
