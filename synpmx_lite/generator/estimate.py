@@ -78,6 +78,7 @@ from .influence import (
     move_band,
     pd_influence_moves,
 )
+from .ledger import P6_QUESTION, between_releases
 from .protections import (
     few_values,
     folded_counts,
@@ -727,9 +728,12 @@ def _checks(fit: ModelFit, released: Fingerprint | str, *, claims: bool) -> pd.D
 
 
 def model_privacy_checks(
-    fit: ModelFit, *, released: Fingerprint | str | None = None
+    fit: ModelFit,
+    *,
+    released: Fingerprint | str | None = None,
+    earlier_releases: list | None = None,
 ) -> pd.DataFrame:
-    """Verify the protections on a fit's release: checks P1-P5.
+    """Verify the protections on a fit's release: checks P1-P5, and P6 against earlier ones.
 
     The checks read the release as it would leave (its JSON) and judge it against the source
     study, in code of their own (:func:`synpmx_lite.generator.checks.release_checks`): they would
@@ -742,6 +746,10 @@ def model_privacy_checks(
     released : Fingerprint or str, optional
         The fingerprint to check, or its JSON text. Default: the JSON of
         ``model_fingerprint(fit)``. Passing an edited one shows what the checks catch.
+    earlier_releases : list of Fingerprint or str, optional
+        Earlier releases of the same study (other data cuts). Given, a sixth row, P6, fails
+        where a count or frequency changed between the release and one of them by one to
+        ``k - 1`` patients (:func:`synpmx_lite.generator.ledger.between_releases`).
 
     Returns
     -------
@@ -761,7 +769,22 @@ def model_privacy_checks(
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
     if released is None:
         released = model_fingerprint(fit).to_json()
-    return _checks(fit, released, claims=True)
+    table = _checks(fit, released, claims=True)
+    if earlier_releases is None:
+        return table
+    problems = between_releases(
+        released,
+        earlier_releases,
+        min_arm_patients=fit.min_arm_patients,
+        min_category_patients=fit.min_category_patients,
+    )
+    row = {
+        "check": "P6",
+        "question": P6_QUESTION,
+        "verdict": "FAIL" if problems else "pass",
+        "result": "; ".join(problems) or "none",
+    }
+    return pd.concat([table, pd.DataFrame([row])], ignore_index=True)
 
 
 def _free_frequencies(fingerprint: Fingerprint) -> int:
