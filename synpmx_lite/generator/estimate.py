@@ -134,6 +134,8 @@ class ModelFit:
         The default seed of :func:`synpmx_lite.generator.generate.synpmx_model_generate`.
     min_arm_patients, min_category_patients : int
         The thresholds of protection 3.
+    earlier_releases : tuple of str
+        The JSON of the earlier releases of the same study the release is built against.
     """
 
     study: StudyEvents
@@ -144,6 +146,7 @@ class ModelFit:
     seed: int
     min_arm_patients: int
     min_category_patients: int
+    earlier_releases: tuple = ()
 
     @property
     def n_source(self) -> int:
@@ -239,6 +242,7 @@ def synpmx_model_estimate(
     min_category_patients: int = 3,
     review: float = 15.0,
     fail: float = 30.0,
+    earlier_releases: list | None = None,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -272,6 +276,15 @@ def synpmx_model_estimate(
         Thresholds of protection 3.
     review, fail : float, default 15 and 30
         Move at which an estimate is flagged for review, and fails.
+    earlier_releases : list of Fingerprint or str, optional
+        The earlier releases of the same study (other data cuts): the release ledger. The
+        fingerprint then withholds every categorical covariate whose level counts changed
+        since one of them by one to ``k - 1`` patients (a frequency withheld says nothing of
+        the new patients; coarsening would still leave the change readable below 50
+        patients), and is refused where the cohort, an arm or the dose-change count changed
+        by so few, because those counts are what every other number rests on and nothing
+        can be released safely until ``k`` more patients have joined (check P6,
+        :func:`synpmx_lite.generator.ledger.between_releases`).
 
     Returns
     -------
@@ -309,7 +322,26 @@ def synpmx_model_estimate(
         seed=int(seed),
         min_arm_patients=min_arm_patients,
         min_category_patients=min_category_patients,
+        earlier_releases=_ledger(earlier_releases),
     )
+
+
+def _ledger(earlier: list | None) -> tuple:
+    """The earlier releases as JSON texts."""
+    if earlier is None:
+        return ()
+    if not isinstance(earlier, list | tuple):
+        raise TypeError(f"earlier_releases must be a list of releases, got {earlier!r}")
+    texts = []
+    for release in earlier:
+        if isinstance(release, Fingerprint):
+            release = release.to_json()
+        if not isinstance(release, str):
+            raise TypeError(
+                f"earlier_releases must hold Fingerprints or JSON texts, got {release!r}"
+            )
+        texts.append(Fingerprint.from_json(release).to_json())
+    return tuple(texts)
 
 
 @dataclass(frozen=True)
@@ -707,8 +739,31 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         endpoints=endpoints,
         checks={"P4": "pass", "P5": "pass"},
     )
+    draft = _against_ledger(fit, draft)
     verdicts = _checks(fit, draft, claims=False).set_index("check")["verdict"]
     return dataclasses.replace(draft, checks={"P4": verdicts["P4"], "P5": verdicts["P5"]})
+
+
+def _against_ledger(fit: ModelFit, draft: Fingerprint) -> Fingerprint:
+    """The draft with every covariate withheld whose level counts changed since an earlier
+    release by too few patients; refused where the cohort, an arm or a rate did."""
+    if not fit.earlier_releases:
+        return draft
+    problems = between_releases(
+        draft.to_json(),
+        list(fit.earlier_releases),
+        min_arm_patients=fit.min_arm_patients,
+        min_category_patients=fit.min_category_patients,
+    )
+    isolated = {p.split(" level ", 1)[0] for p in problems if " level " in p}
+    counts = [p for p in problems if " level " not in p]
+    if counts:
+        raise ValueError(
+            f"nothing can be released against the earlier releases: {'; '.join(counts)}; "
+            f"wait until at least {fit.min_arm_patients} more patients have joined"
+        )
+    categories = {k: v for k, v in draft.categories.items() if k not in isolated}
+    return dataclasses.replace(draft, categories=categories)
 
 
 # --- The checks on a fit ----------------------------------------------------------------------
@@ -749,7 +804,8 @@ def model_privacy_checks(
     earlier_releases : list of Fingerprint or str, optional
         Earlier releases of the same study (other data cuts). Given, a sixth row, P6, fails
         where a count or frequency changed between the release and one of them by one to
-        ``k - 1`` patients (:func:`synpmx_lite.generator.ledger.between_releases`).
+        ``k - 1`` patients (:func:`synpmx_lite.generator.ledger.between_releases`). Default:
+        those the fit was built against, if any.
 
     Returns
     -------
@@ -770,6 +826,8 @@ def model_privacy_checks(
     if released is None:
         released = model_fingerprint(fit).to_json()
     table = _checks(fit, released, claims=True)
+    if earlier_releases is None:
+        earlier_releases = list(fit.earlier_releases) or None
     if earlier_releases is None:
         return table
     problems = between_releases(

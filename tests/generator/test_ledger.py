@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,29 @@ def test_no_released_difference_between_cuts_rests_on_fewer_than_three(before, a
         assert all(c == 0 or abs(c) >= 3 for c in changes)
     if any(1 <= abs(c) < 3 for c in changes[:1]):
         assert problems
+
+
+def test_the_ledger_withholds_what_a_cut_would_give_away_and_p6_then_passes():
+    # Final cut: three more patients, one woman and two men. Built without the ledger, the
+    # women's count changes by one and P6 fails; built with it, SEX is withheld and P6 passes.
+    final = _sexed(15, ["F", "M"] * 6 + ["F", "M", "M"])
+    interim = final[final["id"].isin(final["id"].unique()[:12])]
+    first = model_fingerprint(synpmx_model_estimate(interim, SIMULATED_ROLES)).to_json()
+    without = synpmx_model_estimate(final, SIMULATED_ROLES)
+    checks = model_privacy_checks(without, earlier_releases=[first]).set_index("check")
+    assert checks.loc["P6", "verdict"] == "FAIL"
+    assert "SEX level 'F' changed by 1" in checks.loc["P6", "result"]
+    fit = synpmx_model_estimate(final, SIMULATED_ROLES, earlier_releases=[first])
+    assert "SEX" not in model_fingerprint(fit).categories
+    checks = model_privacy_checks(fit).set_index("check")
+    assert checks.loc["P6", "verdict"] == "pass", checks.loc["P6", "result"]
+    assert (checks.loc[["P1", "P2", "P3", "P4"], "verdict"] == "pass").all()
+
+
+def test_a_cut_one_patient_apart_is_refused_with_the_ledger():
+    final = _sexed(13, ["F", "M"] * 6 + ["F"])
+    interim = final[final["id"].isin(final["id"].unique()[:12])]
+    first = model_fingerprint(synpmx_model_estimate(interim, SIMULATED_ROLES))
+    fit = synpmx_model_estimate(final, SIMULATED_ROLES, earlier_releases=[first])
+    with pytest.raises(ValueError, match="the cohort changed by 1 since earlier release 1"):
+        model_fingerprint(fit)
