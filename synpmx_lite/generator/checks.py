@@ -1077,7 +1077,10 @@ def _recomputed_weight(released: dict, source: _Source) -> list[str]:
         readings = np.unique(round_significant(values, 1))
         shared = [w for w in readings if _holders(values, owners, w, 1) >= k]
         expected = min(shared, key=lambda w: (abs(w - median), w)) if shared else 70.0
-    return _differs(released.get("reference_weight"), float(expected), "reference weight")
+        if not shared and 0 < _holders(values, owners, 70.0, 1) < k:
+            expected = None
+    expected = None if expected is None else float(expected)
+    return _differs(released.get("reference_weight"), expected, "reference weight")
 
 
 def _rule_loq(endpoint: str, source: _Source) -> float | None:

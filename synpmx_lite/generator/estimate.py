@@ -616,7 +616,7 @@ def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, f
     return continuous, categories, reference
 
 
-def _reference_weight(weights: pd.Series, kept: pd.Series, threshold: int) -> float:
+def _reference_weight(weights: pd.Series, kept: pd.Series, threshold: int) -> float | None:
     """The kept patients' median weight at one figure where no one to ``threshold - 1``
     patients' weights read as it; otherwise the value at one figure nearest to it that at
     least ``threshold`` patients' weights read as, and without one, the public standard of
@@ -627,8 +627,8 @@ def _reference_weight(weights: pd.Series, kept: pd.Series, threshold: int) -> fl
     if not 0 < readings.get(median, 0) < threshold:
         return median
     shared = readings.index[readings >= threshold].to_numpy(dtype=float)
-    if shared.size == 0:
-        return STANDARD_WEIGHT
+    if shared.size == 0:  # the standard, unless one or two patients read as it (then none)
+        return None if 0 < readings.get(STANDARD_WEIGHT, 0) < threshold else STANDARD_WEIGHT
     return float(min(shared, key=lambda w: (abs(w - median), w)))
 
 
