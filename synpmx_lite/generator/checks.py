@@ -26,13 +26,21 @@ P3        No released number equals, at the precision it is released with, a val
           source counts, a graded endpoint's levels against the patients observed at each,
           a keep column's value against its holders, a PD baseline against the patients'
           first observations; covariate summaries rest on at least ``k`` kept patients after
-          trimming, and none summarises a code (at most ``CODE_VALUES`` values, whose mean
-          and SD are frequencies); no number carries more significant figures than its rule
-          allows.
+          trimming, and none summarises a column of at most ``CODE_VALUES`` values (whose
+          mean and SD are equations in the counts), nor fits, by enumeration of the count
+          vectors of the column's values where they are few, only vectors that put one to
+          ``k - 1`` patients on a value; no number carries more significant figures than its
+          rule allows. Every released magnitude (covariate summaries, the reference weight,
+          LOQs, visit times, planned doses, keep values judged within their own arm) is
+          recomputed from the source by its rule, and one that differs fails.
 P4        Every released frequency has at least ``k`` patients on each side, and no released
           total differs from the sum of its released parts, or from any one part, by a group
           under ``k`` (subtraction); every released endpoint, visit period and planned dose
-          rests on at least ``k`` patients; the release's own P4 verdict agrees.
+          rests on at least ``k`` patients, graded levels on both sides over the released
+          cohort; the cohort size, arm sizes, category and graded frequencies, attendance
+          and dose-change rates are recomputed from the source, and one that differs fails
+          (a cohort size is not the reader's to trust: frequencies become counts with it);
+          the release's own P4 verdict agrees.
 P5        No kept patient moves an estimate the release holds by ``review`` or more (``fail``
           or more fails; a PD shape parameter's move counted past the second bar); the
           released PK and PD estimates are those of the fits whose influence was read; the
@@ -50,6 +58,7 @@ release built with a threshold below three is held to three all the same, and fa
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import numbers
@@ -58,13 +67,14 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .._validation import check_count
 from ..pmx.pd import PD_SHAPES, PdFit
 from ..pmx.population import ERROR_MODELS, PopulationFit
 from ..pmx.study import StudyEvents, identifier_key
 from ..rounding import round_significant
-from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, verdict
+from .influence import MAX_LEFT_OUT_SHARE, PrivacyReport, move_band, verdict
 from .protections import CODE_VALUES, TRIM
 from .release import (
     EFFECT_KEYS,
@@ -430,6 +440,7 @@ def _p3(released: dict, source: _Source) -> list[str]:
         _p3_keep,
         _p3_doses,
         _p3_endpoints,
+        _recomputed_magnitudes,
     ):
         problems += part(released, source)
     rate = released.get("dose_change_rate")
@@ -462,6 +473,7 @@ def _p3_graded(released: dict, source: _Source) -> list[str]:
     problems = []
     for name, pairs in _mapping(released.get("graded")).items():
         rows = source.endpoint_rows(str(name))
+        rows = rows[rows["patient"].isin(np.flatnonzero(source.eligible))]
         for pair in _sequence(pairs):
             if not isinstance(pair, list) or len(pair) != 2 or not _number(pair[0]):
                 continue
@@ -504,7 +516,7 @@ def _p3_covariates(released: dict, source: _Source) -> list[str]:
                 f"extremes are set aside"
             )
         distinct = np.unique(values).size
-        if len(values) and distinct <= CODE_VALUES and 2 * distinct <= len(values):
+        if len(values) and distinct <= CODE_VALUES:
             problems.append(
                 f"covariate {name} takes {distinct} values: its mean and SD count the patients "
                 "who hold each (a code is released as categories)"
@@ -700,7 +712,7 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
     for name, endpoint in _mapping(released.get("endpoints")).items():
         rate = _mapping(endpoint).get("attendance")
         if _number(rate) and 0 < rate < 1:
-            missed, attended = _attendance_groups(str(name), source, eligible)
+            missed, attended, _ = _attendance_groups(str(name), source, eligible)
             exact(f"{name}: patients who missed a visit", missed)
             exact(f"{name}: patients who attended a visit", attended)
     rate = released.get("dose_change_rate")
@@ -710,8 +722,10 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
         exact("patients whose dose changed", changed)
         exact("patients whose dose did not change", eligible.size - changed)
+    for what, patients in _graded_groups(released, source, eligible):
+        exact(what, patients, k_category)
 
-    problems = []
+    problems = _recomputed_counts(released, source)
     for what, low, high, threshold in groups:
         if high < 0:
             problems.append(f"{what}: {high} (more patients in the parts than in the total)")
@@ -724,6 +738,22 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         if 1 <= patients < k:
             problems.append(f"{what}: {patients}")
     return problems, (min(sizes) if sizes else math.inf)
+
+
+def _graded_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
+    """The patients of the cohort observed at each released graded level, and at another."""
+    groups = []
+    for name, pairs in _mapping(released.get("graded")).items():
+        rows = source.endpoint_rows(str(name))
+        rows = rows[rows["patient"].isin(eligible)]
+        for pair in _sequence(pairs):
+            if isinstance(pair, list) and len(pair) == 2 and _number(pair[0]):
+                at = np.isclose(rows["dv"], pair[0])
+                groups.append((f"{name} level {pair[0]:g}", rows.loc[at, "patient"].nunique()))
+                groups.append(
+                    (f"{name}: others than level {pair[0]:g}", rows.loc[~at, "patient"].nunique())
+                )
+    return groups
 
 
 def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
@@ -783,15 +813,394 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
     return groups
 
 
-def _attendance_groups(endpoint: str, source: _Source, eligible: np.ndarray) -> tuple[int, int]:
-    """Patients who missed at least one scheduled visit, and who attended at least one."""
+def _attendance_groups(
+    endpoint: str, source: _Source, eligible: np.ndarray
+) -> tuple[int, int, float]:
+    """Patients who missed at least one scheduled visit, who attended at least one, and the
+    share of scheduled visits attended (each counted once per patient)."""
     rows = source.endpoint_rows(endpoint)
     rows = rows[rows["patient"].isin(eligible)].drop_duplicates(["patient", "period", "visit"])
     reached = rows.groupby(["period", "visit"])["patient"].nunique()
     visits = reached.index[reached >= source.min_arm_patients]
     scheduled = rows[pd.MultiIndex.from_frame(rows[["period", "visit"]]).isin(visits)]
-    attended = scheduled.groupby("patient").size().reindex(rows["patient"].unique(), fill_value=0)
-    return int((attended < len(visits)).sum()), int((attended > 0).sum())
+    patients = rows["patient"].unique()
+    attended = scheduled.groupby("patient").size().reindex(patients, fill_value=0)
+    share = attended.sum() / (patients.size * len(visits)) if len(visits) else 1.0
+    return int((attended < len(visits)).sum()), int((attended > 0).sum()), float(share)
+
+
+# --- Every released number recomputed ---------------------------------------------------------
+
+# The most count vectors the code check enumerates (:func:`_code_vectors`); past it a column
+# with at most CODE_VALUES values fails as a code without the enumeration.
+_ENUMERATION_LIMIT = 200_000
+
+
+def _trimmed(sorted_logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Trimmed mean and corrected SD of each row of sorted logs, in the checks' own code: the
+    share :data:`TRIM` set aside at each end (at least one, two values kept at least), the SD
+    divided by that of a normal truncated at the same quantiles."""
+    n = sorted_logs.shape[1]
+    aside = max(1, math.ceil(TRIM * n))
+    aside = (n - 2) // 2 if n - 2 * aside < 2 else aside
+    core = sorted_logs[:, aside : n - aside]
+    share = aside / n
+    z = stats.norm.isf(share)
+    truncated_sd = math.sqrt(1 - 2 * z * stats.norm.pdf(z) / (1 - 2 * share))
+    return core.mean(axis=1), core.std(axis=1, ddof=1) / truncated_sd
+
+
+def _unit(value: float, figures: int) -> float:
+    return 10.0 ** (math.floor(math.log10(abs(value))) - figures + 1)
+
+
+def _grid(low: float, high: float, figures: int) -> list[float]:
+    """The numbers at ``figures`` significant figures from ``low`` to ``high``, 0 included."""
+    found = [0.0] if low <= 0 <= high else []
+    value = max(low, 10.0**-300)
+    value = float(round_significant(value, figures))
+    while value <= high * (1 + 1e-12):
+        if value >= low * (1 - 1e-12):
+            found.append(value)
+        value = float(round_significant(value + _unit(value, figures) * 0.999, figures))
+    return found
+
+
+def _rule_value(
+    center: float, values: object, owners: object, figures: int, source: _Source, *, positive: bool
+) -> float:
+    """What protection 2 releases for ``center``: the number at ``figures`` figures nearest to
+    it (the smaller on a tie) that no one to ``k - 1`` patients' values read as, found by
+    widening a window around ``center`` until it holds one. The grid ends below at 0 and at
+    the unit of the largest value (or of ``center``, if smaller)."""
+    values, owners = np.asarray(values, float), np.asarray(owners)
+    finite = np.isfinite(values)
+    values, owners = values[finite], owners[finite]
+    rounded = round_significant(values, figures)
+
+    def free(candidate: float) -> bool:
+        if positive and candidate <= 0:
+            return False
+        held = np.unique(owners[np.isclose(rounded, candidate, rtol=1e-9, atol=0)]).size
+        return not 0 < held < source.min_arm_patients
+
+    start = float(round_significant(center, figures)) if center > 0 else 0.0
+    if free(start):
+        return start
+    floor = _unit(float(np.max(np.abs(values), initial=0.0)) or 1.0, figures)
+    floor = min(floor, _unit(start, figures)) if start > 0 else floor
+    width = _unit(start, figures) if start > 0 else floor
+    while True:
+        grid = _grid(max(center - width, floor), center + width, figures)
+        grid = ([0.0] if center - width <= 0 else []) + grid
+        found = [c for c in grid if free(c)]
+        if found:
+            return min(found, key=lambda c: (abs(c - center), c))
+        width *= 2
+
+
+def _differs(value: object, expected: float | None, where: str) -> list[str]:
+    """The problem, if any, that a released number is not the one the source gives."""
+    if expected is None:
+        return [] if value is None else [f"{where} {value!r} is released, the source gives none"]
+    if _number(value) and math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12):
+        return []
+    return [f"{where} {value!r} is not what the source gives ({expected:g})"]
+
+
+def _arm_order(source: _Source) -> list:
+    """The source arms a release describes, in its order: most patients first, then first
+    seen."""
+    arms = source.study.arms
+    first = {arm: i for i, arm in enumerate(pd.unique(arms))}
+    sizes = arms.value_counts()
+    eligible = [arm for arm in first if sizes[arm] >= source.min_arm_patients]
+    return sorted(eligible, key=lambda arm: (-int(sizes[arm]), first[arm]))
+
+
+def _recomputed_counts(released: dict, source: _Source) -> list[str]:
+    """The cohort size, arm sizes, category and graded frequencies and the rates, each
+    recomputed from the source and compared with the release (part of P4)."""
+    sizes = source.study.arms.value_counts()
+    order = _arm_order(source)
+    problems = _differs(
+        released.get("cohort_size"), float(sum(sizes[a] for a in order)), "cohort_size"
+    )
+    shown = [_mapping(arm).get("patients") for arm in _sequence(released.get("arms"))]
+    if shown != [int(sizes[a]) for a in order]:
+        problems.append(f"arm sizes {shown} are not the source's {[int(sizes[a]) for a in order]}")
+    eligible = np.flatnonzero(source.eligible)
+    for name, pairs in _mapping(released.get("categories")).items():
+        column = source.study.covariates.get(str(name))
+        if column is not None:
+            levels = pd.Series([_key(v) for v in column.iloc[eligible]])
+            counts = levels.value_counts()
+            problems += _folded_frequencies(
+                pairs, counts, counts, source.min_category_patients, f"category {name}"
+            )
+    for name, pairs in _mapping(released.get("graded")).items():
+        rows = source.endpoint_rows(str(name))
+        rows = rows[rows["patient"].isin(eligible)]
+        counts = rows["dv"].map(_key).value_counts()
+        holders = rows.groupby(rows["dv"].map(_key))["patient"].nunique()
+        problems += _folded_frequencies(
+            pairs, counts, holders, source.min_category_patients, f"graded {name}"
+        )
+    return problems + _recomputed_rates(released, source, eligible)
+
+
+def _folded_frequencies(
+    pairs: object, counts: pd.Series, holders: pd.Series, threshold: int, where: str
+) -> list[str]:
+    """Released ``[level, frequency]`` pairs against the source's counts: the levels that
+    ``threshold`` patients hold, the others folded into the most common of them."""
+    kept = holders.index[holders >= threshold]
+    released = {_key(p[0]): p[1] for p in _sequence(pairs) if isinstance(p, list) and len(p) == 2}
+    if len(kept) < 2:
+        return [f"{where} is released, but fewer than two of its levels reach {threshold}"]
+    if set(released) != set(kept):
+        return [f"{where} releases levels other than the {len(kept)} that {threshold} hold"]
+    total, folded = counts.sum(), counts.drop(kept).sum()
+    largest = counts[kept].max()
+    problems = []
+    for key, frequency in released.items():
+        count = counts[key]
+        allowed = [float(round_significant(count / total, 2))]
+        if count == largest:  # the folded levels join the most common (any of a tie)
+            allowed.append(float(round_significant((count + folded) / total, 2)))
+        if not (_number(frequency) and any(math.isclose(frequency, a) for a in allowed)):
+            problems.append(f"{where} level {key} at {frequency!r} is not the source's")
+    return problems
+
+
+def _two_sided(count: int, total: int, k: int) -> float:
+    """A rate as protection 3 releases it: 0 under ``k`` holders, 1 under ``k`` others."""
+    if count < k:
+        return 0.0
+    return 1.0 if total - count < k else float(round_significant(count / total, 2))
+
+
+def _recomputed_rates(released: dict, source: _Source, eligible: np.ndarray) -> list[str]:
+    """The dose-change rate and each endpoint's attendance, recomputed."""
+    k = source.min_arm_patients
+    doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
+    previous = doses.groupby(["patient", "period"])["amount"].shift()
+    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+    problems = _differs(
+        released.get("dose_change_rate"),
+        _two_sided(changed, eligible.size, k),
+        "dose-change rate",
+    )
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        missed, attended, share = _attendance_groups(str(name), source, eligible)
+        expected = (
+            1.0 if missed < k else (float(round_significant(share, 2)) if attended >= k else 0.0)
+        )
+        problems += _differs(_mapping(endpoint).get("attendance"), expected, f"{name} attendance")
+    return problems
+
+
+def _key(level: object) -> str:
+    """A level as the checks compare it: numbers by value, text as text."""
+    kind, key = identifier_key(level)
+    return repr(key) if kind == "number" else str(key)
+
+
+def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
+    """Covariate summaries, the reference weight, LOQs, visit times, planned doses and keep
+    values, each recomputed from the source by the rules of protection 2 (part of P3)."""
+    problems = _recomputed_covariates(released, source) + _recomputed_weight(released, source)
+    for name, endpoint in _mapping(released.get("endpoints")).items():
+        endpoint = _mapping(endpoint)
+        problems += _differs(endpoint.get("loq"), _rule_loq(str(name), source), f"{name} LOQ")
+        times, owners = source.visit_times(str(name))
+        expected = [
+            [period, _rule_value(center, times, owners, 2, source, positive=False)]
+            for period, center in _visit_centers(str(name), source)
+        ]
+        if endpoint.get("visits") != expected:
+            problems.append(
+                f"{name} visits {endpoint.get('visits')} are not the source's {expected}"
+            )
+    return problems + _recomputed_arms(released, source)
+
+
+def _recomputed_covariates(released: dict, source: _Source) -> list[str]:
+    """Each continuous covariate's geometric mean and SD on the log scale."""
+    problems = []
+    for name, summary in _mapping(released.get("covariates")).items():
+        values, owners = source.values(str(name))
+        if values.size == 0:
+            continue  # not a numeric covariate of the source: P2 reports the label
+        kept = np.sort(values[source.kept])
+        if kept.size < 3 or np.any(kept <= 0):
+            continue  # withheld-size and non-positive columns fail elsewhere
+        meanlog, sdlog = _trimmed(np.log(kept)[None, :])
+        summary = _mapping(summary)
+        where = f"covariate {name}"
+        center = math.exp(float(meanlog[0]))
+        mean = _rule_value(center, values, owners, 2, source, positive=True)
+        problems += _differs(summary.get("geometric_mean"), mean, f"{where} geometric mean")
+        sd = float(round_significant(float(sdlog[0]), 2))
+        problems += _differs(summary.get("sdlog"), sd, f"{where} sdlog")
+        problems += _code_vectors(name, summary, kept, source)
+    return problems
+
+
+def _code_vectors(name: object, summary: dict, kept: np.ndarray, source: _Source) -> list[str]:
+    """The problem, if any, that a summary fits only count vectors of the column's values
+    that put one to ``k - 1`` patients on a value, found by enumerating every vector of
+    counts of its distinct values summing to the kept patients (where they are few)."""
+    values = np.unique(kept)
+    n, d = kept.size, values.size
+    if math.comb(n + d - 1, d - 1) > _ENUMERATION_LIMIT or d < 2:
+        return []
+    cuts = np.array(list(itertools.combinations(range(n + d - 1), d - 1)))
+    edges = np.hstack([np.full((len(cuts), 1), -1), cuts, np.full((len(cuts), 1), n + d - 1)])
+    counts = np.diff(edges, axis=1) - 1
+    # Row r's sorted values: position j holds the value whose cumulative count first passes j.
+    place = (counts.cumsum(axis=1)[:, None, :] <= np.arange(n)[None, :, None]).sum(axis=2)
+    mean, sd = _trimmed(np.log(values)[place])
+    fits = np.ones(len(counts), dtype=bool)
+    for number, estimate in (
+        (summary.get("geometric_mean"), np.exp(mean)),
+        (summary.get("sdlog"), sd),
+    ):
+        if not _number(number):
+            return []
+        half = 0.5 * (_unit(number, max(2, _figures(number))) if number else 0.01)
+        fits &= np.abs(estimate - number) <= half * (1 + 1e-9)
+    small = ((counts >= 1) & (counts < source.min_arm_patients)).any(axis=1)
+    if fits.any() and small[fits].all():
+        return [
+            f"covariate {name}'s summary fits {int(fits.sum())} count vector(s) of its {d} "
+            f"values, each putting 1 to {source.min_arm_patients - 1} patients on a value"
+        ]
+    return []
+
+
+def _recomputed_weight(released: dict, source: _Source) -> list[str]:
+    """The reference weight: the kept patients' median at one figure, or where one to
+    ``k - 1`` patients' weights read as it, the nearest reading ``k`` share (or 70 kg)."""
+    weight = source.study.roles.weight
+    if weight is None or "reference_weight" not in released:
+        return []
+    values, owners = source.values(weight)
+    k = source.min_arm_patients
+    median = float(round_significant(float(np.median(values[source.kept])), 1))
+    expected = median
+    if 0 < _holders(values, owners, median, 1) < k:
+        # The nearest reading at one figure that k patients share, else the 70 kg standard.
+        readings = np.unique(round_significant(values, 1))
+        shared = [w for w in readings if _holders(values, owners, w, 1) >= k]
+        expected = min(shared, key=lambda w: (abs(w - median), w)) if shared else 70.0
+        if not shared and 0 < _holders(values, owners, 70.0, 1) < k:
+            expected = None
+    expected = None if expected is None else float(expected)
+    return _differs(released.get("reference_weight"), expected, "reference weight")
+
+
+def _rule_loq(endpoint: str, source: _Source) -> float | None:
+    """The LOQ rule in the checks' own code: the largest of 1, 2 or 5 times a power of ten at
+    most half the lowest value ``k`` patients reached, which no one to ``k - 1`` patients'
+    lowest values read as at one figure."""
+    k = source.min_arm_patients
+    lowest = source.lowest(endpoint)
+    if len(lowest) < k:
+        return None
+    bound = np.sort(lowest.to_numpy())[k - 1] / 2
+    top = math.floor(math.log10(bound))
+    for exponent in range(top, top - 40, -1):
+        for mantissa in (5, 2, 1):
+            loq = float(round_significant(mantissa * 10.0**exponent, 1))
+            if loq > bound * (1 + 1e-12):
+                continue
+            held = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, 1)
+            if not 0 < held < k:
+                return loq
+    return None
+
+
+def _visit_centers(endpoint: str, source: _Source) -> list[tuple[int, float]]:
+    """Each visit the cohort's ``k`` patients reached, with its nominal time or median time."""
+    rows = source.endpoint_rows(endpoint)
+    rows = rows[rows["patient"].isin(np.flatnonzero(source.eligible))]
+    rows = rows.drop_duplicates(["patient", "period", "visit"])
+    centers = []
+    for (period, visit), group in rows.groupby(["period", "visit"]):
+        if group["patient"].nunique() >= source.min_arm_patients:
+            nominal = source.study.roles.nominal_time
+            centers.append((int(period), float(visit) if nominal else group["time"].median()))
+    return centers
+
+
+def _recomputed_arms(released: dict, source: _Source) -> list[str]:
+    """Each released arm's planned doses and keep values against its source arm (the arms
+    matched in the release's order: most patients first, then first seen)."""
+    study, k = source.study, source.min_arm_patients
+    doses = study.doses.assign(
+        arm=study.arms.to_numpy()[study.doses["patient"]],
+        index=study.doses.groupby(["patient", "period"]).cumcount(),
+    )
+    owners = doses["patient"].to_numpy()
+    problems = []
+    for i, (arm, shown) in enumerate(
+        zip(_arm_order(source), _sequence(released.get("arms")), strict=False)
+    ):
+        shown, expected = _mapping(shown), []
+        for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
+            if group["patient"].nunique() < k:
+                continue
+            amounts = group["amount"]
+            amount = (
+                float(amounts.iloc[0])
+                if amounts.nunique() == 1
+                else _rule_value(amounts.mean(), doses["amount"], owners, 2, source, positive=True)
+            )
+            expected.append(
+                {
+                    "period": int(period),
+                    "index": int(index),
+                    "time": _rule_value(
+                        group["time"].median(), doses["time"], owners, 2, source, positive=False
+                    ),
+                    "amount": amount,
+                    "duration": _rule_value(
+                        group["duration"].median(),
+                        doses["duration"],
+                        owners,
+                        2,
+                        source,
+                        positive=False,
+                    ),
+                }
+            )
+        if shown.get("doses") != expected:
+            problems.append(
+                f"arm {i + 1} doses {shown.get('doses')} are not the source's {expected}"
+            )
+        problems += _recomputed_keep(i, arm, _mapping(shown.get("keep")), source)
+    return problems
+
+
+def _recomputed_keep(i: int, arm: object, keep: dict, source: _Source) -> list[str]:
+    """Each keep value of an arm: a value at least ``k`` of the arm's own patients hold, the
+    most common (any of a tie), or missing where none is held by so many."""
+    patients = source.study.covariates[(source.study.arms == arm).to_numpy()]
+    problems = []
+    for column, value in keep.items():
+        if column not in patients.columns:
+            continue
+        counts = patients[column].dropna().map(_key).value_counts()
+        top = counts[counts == counts.max()] if len(counts) else counts
+        top = top[top >= source.min_arm_patients]
+        held = top.empty if value is None else _key(value) in top.index
+        if not held:
+            problems.append(
+                f"arm {i + 1} keep column {column} value {value!r} is not the value at least "
+                f"{source.min_arm_patients} of the arm's own patients hold most often"
+            )
+    return problems
 
 
 # --- P5 ---------------------------------------------------------------------------------------
@@ -858,7 +1267,8 @@ def _p5(
         scale = "%" if estimate.endswith("typical value") else "points"
         if estimate.endswith("shape parameter"):
             scale = "% (SE bar)"
-        result = f"largest: {estimate}, {value:.3g} {scale}"
+        band = move_band(value, privacy.review, privacy.fail)
+        result = f"largest: {estimate}, {band} {scale}"
     if privacy.left_out.patients:
         result += f"; {privacy.left_out.patients} left out"
     if source.n * MAX_LEFT_OUT_SHARE < 1:

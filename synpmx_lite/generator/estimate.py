@@ -17,7 +17,8 @@ The protections, as the R generator states them, with where this engine is stric
 2. No single patient's value is used: the LOQ is half the lowest value at least
    ``min_arm_patients`` patients reached, rounded down to 1, 2 or 5 times a power of ten (and
    further down where one or two patients' lowest values equal it); the reference weight is
-   the median at one significant figure, withheld where one or two patients' weights equal it;
+   the median at one significant figure, or where one or two patients' weights equal it the
+   nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
    planned doses where patients' doses differ are the arm mean at two figures, and dose times,
    durations and visit times are medians at two figures (a visit with a nominal time: that
    time), each moved to the nearest value on its grid that no patient, or at least
@@ -75,9 +76,12 @@ from .influence import (
     influence_moves,
     influence_table,
     jackknife_moves,
+    move_band,
     pd_influence_moves,
 )
+from .ledger import P6_QUESTION, between_releases
 from .protections import (
+    few_values,
     folded_counts,
     identifier_like,
     loq_floor,
@@ -96,6 +100,11 @@ __all__ = [
     "privacy_checks_across_studies",
     "synpmx_model_estimate",
 ]
+
+
+#: The reference weight of a study where no weight at one figure is shared by enough patients:
+#: the standard adult of allometric scaling (70 kg), which every study could release.
+STANDARD_WEIGHT = 70.0
 
 
 def _round(value: float, figures: int) -> float:
@@ -126,6 +135,8 @@ class ModelFit:
         The default seed of :func:`synpmx_lite.generator.generate.synpmx_model_generate`.
     min_arm_patients, min_category_patients : int
         The thresholds of protection 3.
+    earlier_releases : tuple of str
+        The JSON of the earlier releases of the same study the release is built against.
     """
 
     study: StudyEvents
@@ -136,6 +147,7 @@ class ModelFit:
     seed: int
     min_arm_patients: int
     min_category_patients: int
+    earlier_releases: tuple = ()
 
     @property
     def n_source(self) -> int:
@@ -149,15 +161,16 @@ class ModelFit:
 
     @property
     def continuous(self) -> list[str]:
-        """The continuous covariates: numeric ones not declared categorical, except codes
-        (:func:`synpmx_lite.generator.protections.numeric_code`), which are released as
-        categories."""
+        """The continuous covariates: numeric ones not declared categorical, except those with
+        few values (:func:`synpmx_lite.generator.protections.few_values`), which are never
+        summarised."""
         return _continuous(self.roles, self.study.covariates)
 
     @property
     def categorical(self) -> list[str]:
-        """The categorical covariates."""
-        return [c for c in self.roles.covariates if c not in self.continuous]
+        """The categorical covariates: declared so, text, or numeric codes
+        (:func:`synpmx_lite.generator.protections.numeric_code`)."""
+        return _categorical(self.roles, self.study.covariates)
 
     def __str__(self) -> str:
         largest = self.privacy.largest
@@ -166,18 +179,34 @@ class ModelFit:
             f"{self.pk or 'no PK model'}{models}\n{self.n_source} patients, "
             f"{self.privacy.left_out.patients} left out "
             f"in {self.privacy.left_out.rounds} round(s); largest move: {largest['estimate']}, "
-            f"{largest['largest']:.3g} {largest['scale']} ({largest['verdict']})"
+            f"{move_band(largest['largest'], self.privacy.review, self.privacy.fail)} "
+            f"{largest['scale']} ({largest['verdict']})"
         )
 
 
-def _continuous(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
-    """Numeric covariates not declared categorical, less the codes (released as categories)."""
+def _numeric(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Numeric covariates not declared categorical."""
     return [
         c
         for c in roles.covariates
-        if c not in roles.categorical
-        and pd.api.types.is_numeric_dtype(covariates[c])
-        and not numeric_code(covariates[c].to_numpy(dtype=float))
+        if c not in roles.categorical and pd.api.types.is_numeric_dtype(covariates[c])
+    ]
+
+
+def _continuous(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Numeric covariates not declared categorical with more than a code's values."""
+    numeric = _numeric(roles, covariates)
+    return [c for c in numeric if not few_values(covariates[c].to_numpy(dtype=float))]
+
+
+def _categorical(roles: PmxRoles, covariates: pd.DataFrame) -> list[str]:
+    """Covariates released as categories: declared so, text, or numeric codes; a numeric
+    column with few values that is not a code is neither, and is withheld."""
+    numeric = _numeric(roles, covariates)
+    return [
+        c
+        for c in roles.covariates
+        if c not in numeric or numeric_code(covariates[c].to_numpy(dtype=float))
     ]
 
 
@@ -191,8 +220,7 @@ def _refuse_identifiers(study: StudyEvents) -> None:
             "arms; rename them"
         )
     roles, covariates = study.roles, study.covariates
-    categorical = [c for c in roles.covariates if c not in _continuous(roles, covariates)]
-    columns = {name: covariates[name] for name in categorical}
+    columns = {name: covariates[name] for name in _categorical(roles, covariates)}
     if roles.arm:
         columns[roles.arm] = study.arms
     for name, levels in columns.items():
@@ -216,6 +244,7 @@ def synpmx_model_estimate(
     review: float = 15.0,
     fail: float = 30.0,
     residual_readings: bool = False,
+    earlier_releases: list | None = None,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -256,6 +285,15 @@ def synpmx_model_estimate(
         made again unchanged; on the shipped theo_sd, theo_md and pheno_sd studies one
         patient moves the additive or proportional error past ``fail``. Covariate effects
         (the roles' ``effects``) are always read.
+    earlier_releases : list of Fingerprint or str, optional
+        The earlier releases of the same study (other data cuts): the release ledger. The
+        fingerprint then withholds every categorical covariate whose level counts changed
+        since one of them by one to ``k - 1`` patients (a frequency withheld says nothing of
+        the new patients; coarsening would still leave the change readable below 50
+        patients), and is refused where the cohort, an arm or the dose-change count changed
+        by so few, because those counts are what every other number rests on and nothing
+        can be released safely until ``k`` more patients have joined (check P6,
+        :func:`synpmx_lite.generator.ledger.between_releases`).
 
     Returns
     -------
@@ -307,7 +345,26 @@ def synpmx_model_estimate(
         seed=int(seed),
         min_arm_patients=min_arm_patients,
         min_category_patients=min_category_patients,
+        earlier_releases=_ledger(earlier_releases),
     )
+
+
+def _ledger(earlier: list | None) -> tuple:
+    """The earlier releases as JSON texts."""
+    if earlier is None:
+        return ()
+    if not isinstance(earlier, list | tuple):
+        raise TypeError(f"earlier_releases must be a list of releases, got {earlier!r}")
+    texts = []
+    for release in earlier:
+        if isinstance(release, Fingerprint):
+            release = release.to_json()
+        if not isinstance(release, str):
+            raise TypeError(
+                f"earlier_releases must hold Fingerprints or JSON texts, got {release!r}"
+            )
+        texts.append(Fingerprint.from_json(release).to_json())
+    return tuple(texts)
 
 
 @dataclass(frozen=True)
@@ -591,14 +648,27 @@ def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, f
             categories[name] = [
                 [_plain(level), _round(c / counts.sum(), 2)] for level, c in counts.items()
             ]
-    reference = None
     weight = fit.roles.weight
-    if weight:
-        median = _round(kept[weight].median(), 1)
-        weights = round_significant(study.covariates[weight].to_numpy(dtype=float), 1)
-        holders = int(np.isclose(weights, median, rtol=1e-9, atol=0).sum())
-        reference = None if 0 < holders < threshold else median
+    reference = (
+        _reference_weight(study.covariates[weight], kept[weight], threshold) if weight else None
+    )
     return continuous, categories, reference
+
+
+def _reference_weight(weights: pd.Series, kept: pd.Series, threshold: int) -> float | None:
+    """The kept patients' median weight at one figure where no one to ``threshold - 1``
+    patients' weights read as it; otherwise the value at one figure nearest to it that at
+    least ``threshold`` patients' weights read as, and without one, the public standard of
+    :data:`STANDARD_WEIGHT` kg. Never withheld: a withheld reference beside a released mean
+    would say that only one or two patients weigh about the median."""
+    median = _round(kept.median(), 1)
+    readings = pd.Series(round_significant(weights.to_numpy(dtype=float), 1)).value_counts()
+    if not 0 < readings.get(median, 0) < threshold:
+        return median
+    shared = readings.index[readings >= threshold].to_numpy(dtype=float)
+    if shared.size == 0:  # the standard, unless one or two patients read as it (then none)
+        return None if 0 < readings.get(STANDARD_WEIGHT, 0) < threshold else STANDARD_WEIGHT
+    return float(min(shared, key=lambda w: (abs(w - median), w)))
 
 
 def _pd_release(fit: ModelFit, endpoints: dict) -> dict:
@@ -732,8 +802,31 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         checks={"P4": "pass", "P5": "pass"},
         effects=_effect_release(pk, continuous, categories),
     )
+    draft = _against_ledger(fit, draft)
     verdicts = _checks(fit, draft, claims=False).set_index("check")["verdict"]
     return dataclasses.replace(draft, checks={"P4": verdicts["P4"], "P5": verdicts["P5"]})
+
+
+def _against_ledger(fit: ModelFit, draft: Fingerprint) -> Fingerprint:
+    """The draft with every covariate withheld whose level counts changed since an earlier
+    release by too few patients; refused where the cohort, an arm or a rate did."""
+    if not fit.earlier_releases:
+        return draft
+    problems = between_releases(
+        draft.to_json(),
+        list(fit.earlier_releases),
+        min_arm_patients=fit.min_arm_patients,
+        min_category_patients=fit.min_category_patients,
+    )
+    isolated = {p.split(" level ", 1)[0] for p in problems if " level " in p}
+    counts = [p for p in problems if " level " not in p]
+    if counts:
+        raise ValueError(
+            f"nothing can be released against the earlier releases: {'; '.join(counts)}; "
+            f"wait until at least {fit.min_arm_patients} more patients have joined"
+        )
+    categories = {k: v for k, v in draft.categories.items() if k not in isolated}
+    return dataclasses.replace(draft, categories=categories)
 
 
 # --- The checks on a fit ----------------------------------------------------------------------
@@ -753,9 +846,12 @@ def _checks(fit: ModelFit, released: Fingerprint | str, *, claims: bool) -> pd.D
 
 
 def model_privacy_checks(
-    fit: ModelFit, *, released: Fingerprint | str | None = None
+    fit: ModelFit,
+    *,
+    released: Fingerprint | str | None = None,
+    earlier_releases: list | None = None,
 ) -> pd.DataFrame:
-    """Verify the protections on a fit's release: checks P1-P5.
+    """Verify the protections on a fit's release: checks P1-P5, and P6 against earlier ones.
 
     The checks read the release as it would leave (its JSON) and judge it against the source
     study, in code of their own (:func:`synpmx_lite.generator.checks.release_checks`): they would
@@ -768,6 +864,11 @@ def model_privacy_checks(
     released : Fingerprint or str, optional
         The fingerprint to check, or its JSON text. Default: the JSON of
         ``model_fingerprint(fit)``. Passing an edited one shows what the checks catch.
+    earlier_releases : list of Fingerprint or str, optional
+        Earlier releases of the same study (other data cuts). Given, a sixth row, P6, fails
+        where a count or frequency changed between the release and one of them by one to
+        ``k - 1`` patients (:func:`synpmx_lite.generator.ledger.between_releases`). Default:
+        those the fit was built against, if any.
 
     Returns
     -------
@@ -787,7 +888,24 @@ def model_privacy_checks(
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
     if released is None:
         released = model_fingerprint(fit).to_json()
-    return _checks(fit, released, claims=True)
+    table = _checks(fit, released, claims=True)
+    if earlier_releases is None:
+        earlier_releases = list(fit.earlier_releases) or None
+    if earlier_releases is None:
+        return table
+    problems = between_releases(
+        released,
+        earlier_releases,
+        min_arm_patients=fit.min_arm_patients,
+        min_category_patients=fit.min_category_patients,
+    )
+    row = {
+        "check": "P6",
+        "question": P6_QUESTION,
+        "verdict": "FAIL" if problems else "pass",
+        "result": "; ".join(problems) or "none",
+    }
+    return pd.concat([table, pd.DataFrame([row])], ignore_index=True)
 
 
 def _free_frequencies(fingerprint: Fingerprint) -> int:
@@ -832,8 +950,8 @@ def privacy_checks_across_studies(
     -------
     table : pandas.DataFrame
         One row per study: ``study``, ``patients``, ``left_out`` (for moving an estimate by 15
-        or more), the verdicts ``P1``-``P5``, ``largest`` (the largest move among the
-        patients kept, with the estimate's name), and for membership inference
+        or more), the verdicts ``P1``-``P5``, ``largest`` (the band of the largest move
+        among the patients kept, with the estimate's name), and for membership inference
         ``random_effects`` (between-subject variances released, PK and PD), ``pd_models``
         (each PD endpoint's chosen shape), ``attendance_below_1``
         (attendance rates released below 1) and ``free_frequencies`` (category levels less
@@ -877,7 +995,9 @@ def privacy_checks_across_studies(
                 "patients": fit.n_source,
                 "left_out": fit.privacy.left_out.patients,
                 **checks["verdict"].to_dict(),
-                "largest": f"{largest['estimate']}, {largest['largest']:.3g} {largest['scale']}",
+                "largest": f"{largest['estimate']}, "
+                f"{move_band(largest['largest'], fit.privacy.review, fit.privacy.fail)} "
+                f"{largest['scale']}",
                 "random_effects": len(fingerprint.omega) + len(fingerprint.pd),
                 "pd_models": ", ".join(
                     f"{name}: {model['shape']}" for name, model in fingerprint.pd.items()

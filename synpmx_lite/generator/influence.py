@@ -365,6 +365,21 @@ def verdict(move: float, review: float, fail: float) -> str:
     return _VERDICTS[int(move >= review) + int(move >= fail)]
 
 
+def move_band(move: float, review: float, fail: float) -> str:
+    """A single patient's move as the band it falls in, for printing: ``under 15``, ``15 to
+    30`` or ``30 or more`` (with the default bars). The move is one patient's pull on an
+    estimate, so what is printed about it says no more than its verdict does.
+
+    Examples
+    --------
+    >>> move_band(25.2, 15, 30), move_band(3.1, 15, 30), move_band(30, 15, 30)
+    ('15 to 30', 'under 15', '30 or more')
+    """
+    if move >= fail:
+        return f"{fail:g} or more"
+    return f"{review:g} to {fail:g}" if move >= review else f"under {review:g}"
+
+
 def influence_table(
     pk: PopulationFit | None, moves: pd.DataFrame, review: float, fail: float
 ) -> pd.DataFrame:

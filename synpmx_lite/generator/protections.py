@@ -27,16 +27,20 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   least ``min_patients`` patients once the extremes are set aside (at least one at each end),
   or are withheld. With 4 patients the core would hold 2, and its mean and SD give both values
   back.
-* **The mean of a code is a frequency** (protections 3 and 4): a numeric covariate with a
-  handful of values, each shared by several patients (sex coded 1/2, a genotype or stage
-  coded 1-3), is a category written in numbers (:func:`numeric_code`). Its mean and SD are
-  two equations in the counts of its values: with three values they give every count back
-  exactly (with twelve patients coded 1, 2, 3, a release of geometric mean 1.7 and SD 0.78
-  on the log scale can only be six, one and five), so a lone patient holding the middle value
-  would be counted as surely as by a frequency. SDC output checking treats the mean of a
-  binary or coded variable as the frequency table it is (Hundepool et al. 2012); here such
-  a covariate is released as categories, level by level under the threshold rule, never as
-  a mean and SD.
+* **The mean of a code is a frequency** (protections 3 and 4): a numeric covariate with few
+  distinct values (sex coded 1/2, a genotype or stage coded 1-3, an Apgar score from 1 to 10)
+  has a value set anyone can guess, and its mean and SD are two equations in the counts of
+  those values: with three values they give every count back exactly (with twelve patients
+  coded 1, 2, 3, a release of geometric mean 1.7 and SD 0.78 on the log scale can only be
+  six, one and five), and with six values at twelve patients enumerating the count vectors
+  finds one alone that fits, ``[3, 3, 3, 1, 1, 1]``. SDC output checking treats the mean of a
+  binary or coded variable as the frequency table it is (Hundepool et al. 2012). Here a
+  numeric covariate with at most :data:`CODE_VALUES` distinct values is never summarised
+  (:func:`few_values`): it is released as categories, level by level under the threshold
+  rule, where its levels are fewer than an identifier's (:func:`numeric_code`), and withheld
+  otherwise (a tiny study whose few patients each hold their own value). The rule reads only
+  the number of distinct values, not how they compare with the number of patients: a rule
+  that let three values at five patients through as a summary pinned their counts.
 
 References
 ----------
@@ -60,6 +64,7 @@ __all__ = [
     "CODE_VALUES",
     "IDENTIFIER_SHARE",
     "TRIM",
+    "few_values",
     "fold_categories",
     "identifier_like",
     "loq_floor",
@@ -77,10 +82,10 @@ TRIM = 0.05
 #: identifier and refused.
 IDENTIFIER_SHARE = 0.8
 
-#: A numeric covariate with at most this many distinct values, each held by two patients or
-#: more on average, is a code (:func:`numeric_code`). With three values its mean and SD give
-#: every count back; the margin up to five covers codes whose counts they pin down in part.
-CODE_VALUES = 5
+#: A numeric covariate with at most this many distinct values is never summarised by a mean
+#: and SD (:func:`few_values`): ten covers scores such as Apgar's (1 to 10) and every code
+#: whose count vectors a summary at two figures can be enumerated against.
+CODE_VALUES = 10
 
 # The smallest value the LOQ rule accepts: below it, halving and rounding down to a power of
 # ten leave the range of normal floating-point numbers.
@@ -208,6 +213,30 @@ def identifier_like(levels: object) -> bool:
     return series.nunique() >= IDENTIFIER_SHARE * len(series)
 
 
+def few_values(values: object) -> bool:
+    """Whether a numeric covariate takes too few distinct values to be summarised.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per patient.
+
+    Returns
+    -------
+    bool
+        True where the values take at most :data:`CODE_VALUES` (10) distinct values: a
+        value set that small can be guessed, and a mean and SD would be equations in the
+        counts of its values (see the module docstring).
+
+    Examples
+    --------
+    >>> few_values([1, 2, 3, 4, 5, 6] * 2), few_values(np.linspace(50, 90, 11))
+    (True, False)
+    """
+    array = check_array(values, "values", ndim=1)
+    return np.unique(array).size <= CODE_VALUES
+
+
 def numeric_code(values: object) -> bool:
     """Whether a numeric covariate is a category written in numbers (see the module docstring).
 
@@ -219,18 +248,21 @@ def numeric_code(values: object) -> bool:
     Returns
     -------
     bool
-        True where the values take at most :data:`CODE_VALUES` (5) distinct values and no more
-        than half as many as there are patients: its mean and SD would count the patients who
-        hold each value, so it is released as categories instead.
+        True where the values take too few distinct values to be summarised
+        (:func:`few_values`) and fewer than an identifier's share of the patients
+        (:data:`IDENTIFIER_SHARE`): it is released as categories. A column with few values
+        that is not a code (each of a tiny study's patients holding their own) is withheld.
 
     Examples
     --------
-    >>> numeric_code([1, 2, 2, 3, 1, 1, 2, 3]), numeric_code([61.2, 70.4, 70.4, 88.0])
+    >>> numeric_code([1, 2, 2, 3, 1, 1, 2, 3]), numeric_code(np.linspace(50, 90, 11))
     (True, False)
+    >>> numeric_code([1, 1, 2, 3, 3])  # three values at five patients: still a code
+    True
     """
     array = check_array(values, "values", ndim=1)
     distinct = np.unique(array).size
-    return distinct <= CODE_VALUES and 2 * distinct <= array.size
+    return few_values(array) and distinct < IDENTIFIER_SHARE * array.size
 
 
 def _levels(levels: object) -> pd.Series:

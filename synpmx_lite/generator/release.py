@@ -519,7 +519,9 @@ class Fingerprint:
         Per categorical covariate, a list of ``[level, frequency]`` pairs (levels held by
         fewer than ``min_category_patients`` folded away), frequencies at two figures.
     reference_weight : float or None
-        Median body weight at one figure (None where withheld).
+        Median body weight at one figure, or the nearest value at one figure three patients
+        share where one or two weigh about the median (70 kg without one); None without a
+        weight column.
     arms : list of dict
         Per arm kept: ``arm`` (the engine's label, ``"arm 1"``, ...), ``patients``, the
         planned ``doses``, each a dict of ``period``, ``index`` (the dose's place in its

@@ -21,7 +21,7 @@ from synpmx_lite.generator.estimate import (
     synpmx_model_estimate,
 )
 from synpmx_lite.generator.generate import synpmx_model_generate
-from synpmx_lite.generator.protections import fold_categories, loq_floor
+from synpmx_lite.generator.protections import fold_categories, loq_floor, trimmed_log_summary
 from synpmx_lite.generator.release import Fingerprint
 from synpmx_lite.pmx import _foce
 from synpmx_lite.pmx.population import FitWarning
@@ -817,3 +817,172 @@ def test_a_date_column_gives_no_patient_its_date(study):
     holders = (round_significant(list(days.values()), 2) == summary["geometric_mean"]).sum()
     assert not 0 < holders < 3
     assert judged(fit, released(fit)).loc["P3", "verdict"] == "pass"
+
+
+# --- Issue 21: codes pinned by their summary, and every released number recomputed ------------
+
+
+def _coded(study, codes, name="STAGE"):
+    """The study with a numeric column ``name`` (patient i holds codes[i]) among the covariates."""
+    ids = study["id"].unique()
+    data = study.assign(**{name: study["id"].map(dict(zip(ids, codes, strict=True))).astype(float)})
+    return data, dataclasses.replace(SIMULATED_ROLES, covariates=("WT", "SEX", name))
+
+
+def _summary_of(values):
+    """The trimmed geometric mean and SD on the log scale of ``values`` at two figures."""
+    meanlog, sdlog = trimmed_log_summary(np.asarray(values, float))
+    return {
+        "geometric_mean": float(round_significant(np.exp(meanlog), 2)),
+        "sdlog": float(round_significant(sdlog, 2)),
+    }
+
+
+def test_six_codes_at_twelve_patients_are_never_summarised(study):
+    # Codes 1-6 held by 3, 3, 3, 1, 1, 1 patients: six values at twelve patients escaped the
+    # old code rule (at most five values) and were released as a geometric mean and SD, which
+    # only that count vector fits; P3 used the same rule and passed.
+    codes = [1, 2, 3, 1, 2, 3, 1, 2, 3, 4, 5, 6]
+    data, roles = _coded(study, codes)
+    fit = synpmx_model_estimate(data, roles)
+    assert "STAGE" not in model_fingerprint(fit).covariates
+    release = released(fit)
+    release["covariates"]["STAGE"] = _summary_of(codes)
+    fails(fit, release, "P3", "covariate STAGE takes 6 values", "count vector(s) of its 6 values")
+
+
+def test_three_codes_at_five_patients_are_never_summarised():
+    # Three values at five patients (2, 2, 1): twice the values exceed the patients, so the old
+    # rule took the column for continuous and released its summary; folded, no level reaches
+    # three and it is withheld.
+    data, roles = _coded(with_sex(small_study(5, seed=2), ["F", "M"] * 2 + ["F"]), [1, 1, 2, 2, 3])
+    fingerprint = model_fingerprint(synpmx_model_estimate(data, roles))
+    assert "STAGE" not in fingerprint.covariates and "STAGE" not in fingerprint.categories
+
+
+def test_an_apgar_like_score_is_released_as_categories(study):
+    # Scores 1 to 10, as pheno_sd's Apgar: ten values, so never a mean and SD.
+    codes = [7, 8, 9, 7, 8, 9, 7, 8, 9, 1, 10, 4]
+    data, roles = _coded(study, codes, "APGAR")
+    fingerprint = model_fingerprint(synpmx_model_estimate(data, roles))
+    assert "APGAR" not in fingerprint.covariates
+    assert {level for level, _ in fingerprint.categories["APGAR"]} == {7.0, 8.0, 9.0}
+
+
+def test_an_inflated_cohort_size_fails(fit):
+    # P3 and P4 turn frequencies into counts with the released cohort size: inflated (with the
+    # arm to match), it hid a level two patients hold. Before, every check passed.
+    release = released(fit)
+    release["cohort_size"] += 20
+    release["arms"][0]["patients"] += 20
+    fails(fit, release, "P4", "cohort_size 32 is not what the source gives (12)")
+
+
+def test_a_covariate_summary_of_two_patients_fails(fit):
+    # The geometric mean of the two heaviest patients, with an SD taken from a third: no
+    # check recomputed the summaries, so it passed.
+    weights = np.sort(fit.study.covariates["WT"].to_numpy())
+    release = released(fit)
+    release["covariates"]["WT"] = {
+        "geometric_mean": float(round_significant(np.sqrt(weights[-1] * weights[-2]), 2)),
+        "sdlog": float(round_significant(np.log(weights[-3]) / 10, 2)),
+    }
+    fails(fit, release, "P3", "covariate WT geometric mean", "covariate WT sdlog")
+
+
+def test_a_keep_value_is_judged_within_its_arm(study):
+    # Arm A's one York patient: York is held by six patients in the study (five in arm B), so
+    # judging it over the study let an arm A release name that patient's site.
+    arms = ["A"] * 6 + ["B"] * 6
+    sites = ["Leeds"] * 5 + ["York"] + ["York"] * 5 + ["Leeds"]
+    ids = study["id"].unique()
+    data = study.assign(
+        arm=study["id"].map(dict(zip(ids, arms, strict=True))),
+        SITE=study["id"].map(dict(zip(ids, sites, strict=True))),
+    )
+    fit = synpmx_model_estimate(data, dataclasses.replace(SIMULATED_ROLES, keep=("SITE",)))
+    release = released(fit)
+    assert [arm["keep"]["SITE"] for arm in release["arms"]] == ["Leeds", "York"]
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["arms"][0]["keep"]["SITE"] = "York"
+    fails(fit, release, "P3", "arm 1 keep column SITE value 'York'")
+
+
+def test_a_graded_level_only_a_dropped_arm_shows_fails(study):
+    # Grade 4 in three patients, two of them in an arm too small to release: in the cohort one
+    # patient shows it. P3 counted its holders over the whole study and P4 read no graded
+    # frequency, so a release adding it passed.
+    ids = study["id"].unique()
+    data = study.assign(arm=study["id"].map(dict(zip(ids, ["A"] * 10 + ["B"] * 2, strict=True))))
+    samples = data[data["evid"] == 0].copy()
+    samples["dvid"] = "AE"
+    samples["dv"] = np.resize([0.0, 1.0, 0.0, 2.0], len(samples))
+    samples.loc[samples.groupby("id").head(1).index[-3:], "dv"] = 4.0
+    data = pd.concat([data, samples]).sort_values(["id", "time", "evid"], kind="stable")
+    roles = dataclasses.replace(SIMULATED_ROLES, pk_endpoint="DV", graded=("AE",))
+    fit = synpmx_model_estimate(data.reset_index(drop=True), roles)
+    release = released(fit)
+    assert 4 not in {level for level, _ in release["graded"]["AE"]}
+    assert judged(fit, release).loc["P4", "verdict"] == "pass"
+    release["graded"]["AE"].append([4, 0.03])
+    fails(fit, release, "P3", "level 4 of AE is observed in 1 patient(s)")
+    fails(fit, release, "P4", "AE level 4: 1")
+
+
+def _numbers(value, path=()):
+    """Every number in a JSON value with its path (bools are flags, not numbers)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _numbers(item, (*path, i))
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, value
+
+
+def _edited(value):
+    """A number changed to another at the same precision: counts by one, others one step."""
+    if isinstance(value, int):
+        return value + 1
+    if value == 0:
+        return 0.5
+    return float(round_significant(value * 1.13, 2))
+
+
+@pytest.fixture(scope="module")
+def warfarin():
+    return synpmx_model_estimate(*load_dataset("warfarin"))
+
+
+def test_every_released_number_of_warfarin_is_recomputed_by_a_check(warfarin):
+    # Edit each number of the released JSON in turn: some check must FAIL on every one.
+    release = released(warfarin)
+    assert (judged(warfarin, release)["verdict"] != "FAIL").all()
+    passed = []
+    for path, value in _numbers(release):
+        edited = json.loads(json.dumps(release))
+        *parents, last = path
+        target = edited
+        for step in parents:
+            target = target[step]
+        target[last] = _edited(value)
+        if not (judged(warfarin, edited)["verdict"] == "FAIL").any():
+            passed.append((path, value, target[last]))
+    assert passed == []
+
+
+def test_a_withheld_reference_weight_does_not_tell(study):
+    # The median, 70 kg at one figure, is what two patients' weights (66 and 74) read as.
+    # Before, the reference was withheld, and a null beside a geometric mean of about 70 said
+    # that one or two patients weigh about the median; now it is the nearest reading three
+    # patients share (60 kg: 58, 61 and 63), and a null fails.
+    weights = [52.0, 55, 58, 61, 63, 66, 74, 77, 82, 86, 88, 95]
+    ids = study["id"].unique()
+    data = study.assign(WT=study["id"].map(dict(zip(ids, weights, strict=True))))
+    fit = synpmx_model_estimate(data, SIMULATED_ROLES)
+    release = released(fit)
+    assert release["reference_weight"] == 60.0
+    assert judged(fit, release).loc["P3", "verdict"] == "pass"
+    release["reference_weight"] = None
+    fails(fit, release, "P3", "reference weight None is not what the source gives (60)")

@@ -303,7 +303,8 @@ def test_the_other_public_studies():
     assert (table["left_out"] <= table["patients"] / 10).all()
     # One released variance per structural parameter: 1-cpt oral, 1-cpt IV, 2-cpt IV twice.
     assert list(table["random_effects"]) == [3, 2, 4, 4]
-    assert table["largest"].str.match(r".+, [0-9.]+ (%|points)$").all()
+    # One patient's move is printed as its band, never as a number about that patient.
+    assert table["largest"].str.match(r".+, (under 15|15 to 30|30 or more) (%|points)$").all()
     assert (table["free_frequencies"] >= table["attendance_below_1"]).all()
     # The fits behind the table, on request, are those it was read from.
     again, fits = privacy_checks_across_studies(names[:1], return_fits=True)
