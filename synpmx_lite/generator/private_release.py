@@ -304,9 +304,12 @@ def _builders(fit: ModelFit, released: Fingerprint, groups: dict, ranges: dict) 
     return builders, {name: [float(low), float(high)] for name, (low, high) in used.items()}
 
 
-def _released(released: Fingerprint, outputs: dict, ranges: dict) -> Fingerprint:
-    """The fingerprint holding the noisy numbers (post-processing of OpenDP's outputs)."""
-    sizes = np.maximum(np.rint(outputs["arms"]), 1).astype(int)
+def _released(
+    released: Fingerprint, outputs: dict, ranges: dict, min_arm_patients: int
+) -> Fingerprint:
+    """The fingerprint holding the noisy numbers (post-processing of OpenDP's outputs); an
+    arm holds at least the public ``min_arm_patients``."""
+    sizes = np.maximum(np.rint(outputs["arms"]), min_arm_patients).astype(int)
     cohort = int(sizes.sum())
     arms = [{**arm, "patients": int(size)} for arm, size in zip(released.arms, sizes, strict=True)]
     # Clamping the noisy log mean back into its public range is post-processing.
@@ -411,7 +414,7 @@ def private_fingerprint(
     answers = composition(list(range(fit.n_source)))
     outputs = dict(zip(measurements, answers, strict=True))
     return PrivateRelease(
-        fingerprint=_released(released, outputs, used),
+        fingerprint=_released(released, outputs, used, fit.min_arm_patients),
         epsilon=float(epsilon),
         composed_epsilon=float(composition.map(1)),
         subsets=subsets,

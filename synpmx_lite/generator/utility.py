@@ -232,9 +232,12 @@ def refit_estimates(
     streams = np.random.SeedSequence(check_count(seed, "seed", minimum=0)).spawn(replicates)
     rows = []
     for done, stream in enumerate(streams, start=1):
-        rows.append(
-            _refit_one(synthetic_study(fingerprint, fit.roles, seed=stream), fit, fingerprint)
-        )
+        try:
+            study = synthetic_study(fingerprint, fit.roles, seed=stream)
+        except ValueError:  # a release too noisy to simulate a study the engine reads
+            rows.append(pd.Series(np.nan, index=model_estimates(fit.pk, fit.pd).index))
+        else:
+            rows.append(_refit_one(study, fit, fingerprint))
         if report is not None:
             report(done, replicates)
     return pd.DataFrame(rows).reset_index(drop=True)
