@@ -11,6 +11,7 @@ from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estim
 from synpmx_lite.generator.frontier import (
     DEFAULT_SETTINGS,
     SOURCES,
+    UsefulnessResults,
     frontier_table,
     usefulness_results,
 )
@@ -123,6 +124,7 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     warfarin's one-figure release refitted afresh equal the stored ones, and so do the refits
     of a stored private release."""
     shipped = read_stored(DATA / "usefulness_refits.npz")
+    # A stale file fails here, before usefulness_results() would spend minutes recomputing.
     assert shipped.matches(DEFAULT_SETTINGS, sources_digest(SOURCES))
     results = usefulness_results()
     with warnings.catch_warnings():
@@ -144,7 +146,7 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
 
 
 def test_frontier_table_reads_every_release():
-    table = frontier_table(usefulness_results())
+    table = frontier_table(UsefulnessResults(read_stored(DATA / "usefulness_refits.npz")))
     assert set(table["release"]) == {*PRECISIONS, "DP"}
     assert table["usefulness"].between(0, 1).all()
     private = table[table["release"] == "DP"]
