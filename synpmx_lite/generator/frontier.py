@@ -1,0 +1,272 @@
+"""The refits on synthetic data across studies, precisions and budgets, stored; and the frontier.
+
+Refitting the model to many synthetic studies of every study, at three precisions and at
+several budgets of the private release, costs minutes. :func:`usefulness_results` reads them
+from ``synpmx_lite/data/usefulness_refits.npz``, computed by ``python -m
+synpmx_lite.generator.frontier``, keyed by the settings and by a SHA-256 digest of the package
+sources that compute them (:data:`SOURCES`); when either differs, the results are computed
+afresh with a progress line (:func:`synpmx_lite.stored.load_or_compute`), never read stale.
+
+The private releases are stored too, as their JSON: OpenDP's samplers cannot be seeded, so a
+recomputation draws other releases; everything downstream of a release (the synthetic studies
+and their refits) is seeded, and a test refits stored releases to check the stored refits.
+
+:func:`frontier_table` turns the refits into usefulness, the share of the PK estimates a refit
+recovers within a tolerance, against epsilon; :func:`frontier_figure` draws it, with reference
+points (the ordinary releases) at a given epsilon or, where none is known, as horizontal lines.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotnine as p9
+
+from ..plotting import theme_book
+from ..pmx.population import FitWarning
+from ..pmx.study import load_dataset
+from ..stored import StoredResult, load_or_compute, sources_digest, store
+from .estimate import ModelFit, synpmx_model_estimate
+from .private_release import PrivateRelease, private_fingerprint, subset_estimates
+from .utility import PRECISIONS, fingerprint_at, model_estimates, refit_estimates
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "SOURCES",
+    "UsefulnessResults",
+    "frontier_figure",
+    "frontier_table",
+    "usefulness_results",
+]
+
+#: The package sources the stored refits depend on (folders stand for their ``.py`` files).
+SOURCES = ("pmx", "generator", "rounding.py", "_validation.py", "stored.py", "plotting.py")
+
+#: The settings of the stored refits.
+DEFAULT_SETTINGS: dict = {
+    "studies": ["warfarin", "theo_sd", "theo_md", "mavoglurant", "wbcSim"],
+    "estimation_seed": 1,
+    "replicates": 12,
+    "epsilons": [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
+    "dp_draws": 2,
+    "dp_replicates": 3,
+    "seed": 24,
+}
+
+_NAME = "usefulness_refits"
+
+
+def _fit(study: str, seed: int) -> ModelFit:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return synpmx_model_estimate(*load_dataset(study), seed=seed)
+
+
+def _study_arrays(study: str, settings: dict, tick) -> dict[str, np.ndarray]:
+    """One study's source estimates, precision refits, private releases and their refits."""
+    fit = _fit(study, settings["estimation_seed"])
+    arrays = {
+        f"{study}|names": np.array(model_estimates(fit.pk, fit.pd).index, dtype=str),
+        f"{study}|source": model_estimates(fit.pk, fit.pd).to_numpy(),
+    }
+    for p, (label, figures) in enumerate(PRECISIONS.items()):
+        refits = refit_estimates(
+            fingerprint_at(fit, figures),
+            fit,
+            replicates=settings["replicates"],
+            seed=settings["seed"] + p,
+        )
+        arrays[f"{study}|{label}"] = refits.to_numpy()
+        tick()
+    if fit.pk is None:
+        return arrays
+    groups = subset_estimates(fit)
+    for e, epsilon in enumerate(settings["epsilons"]):
+        for draw in range(settings["dp_draws"]):
+            release = private_fingerprint(fit, epsilon=epsilon, groups=groups)
+            key = f"{study}|epsilon={epsilon:g}|draw={draw}"
+            arrays[f"{key}|release"] = np.array(release.to_json())
+            refits = refit_estimates(
+                release.fingerprint,
+                fit,
+                replicates=settings["dp_replicates"],
+                seed=settings["seed"] + 100 * (e + 1) + draw,
+            )
+            arrays[key] = refits.to_numpy()
+            tick()
+    return arrays
+
+
+def _steps(settings: dict) -> int:
+    per_pk = len(PRECISIONS) + len(settings["epsilons"]) * settings["dp_draws"]
+    return per_pk * len(settings["studies"])
+
+
+def _work(settings: dict):
+    def work(report) -> dict[str, np.ndarray]:
+        total, done, arrays = _steps(settings), [0], {}
+
+        def tick() -> None:
+            done[0] += 1
+            report(done[0], total)
+
+        for study in settings["studies"]:
+            arrays.update(_study_arrays(study, settings, tick))
+        report(total, total)
+        return arrays
+
+    return work
+
+
+@dataclass(frozen=True)
+class UsefulnessResults:
+    """The stored refits, read by study and release.
+
+    Attributes
+    ----------
+    stored : StoredResult
+        The arrays with their settings and source digest.
+    """
+
+    stored: StoredResult
+
+    @property
+    def settings(self) -> dict:
+        """The settings they were computed with."""
+        return self.stored.settings
+
+    def source(self, study: str) -> pd.Series:
+        """The source fit's estimates."""
+        arrays = self.stored.arrays
+        return pd.Series(arrays[f"{study}|source"], index=arrays[f"{study}|names"].tolist())
+
+    def _frame(self, study: str, key: str) -> pd.DataFrame:
+        names = self.stored.arrays[f"{study}|names"].tolist()
+        return pd.DataFrame(self.stored.arrays[f"{study}|{key}"], columns=names)
+
+    def refits(self, study: str, precision: str) -> pd.DataFrame:
+        """Refits on synthetic data from the release at ``precision`` (a key of PRECISIONS)."""
+        return self._frame(study, precision)
+
+    def private_refits(self, study: str, epsilon: float) -> pd.DataFrame:
+        """Refits on synthetic data from every private release at ``epsilon``, stacked."""
+        draws = range(self.settings["dp_draws"])
+        frames = [self._frame(study, f"epsilon={epsilon:g}|draw={d}") for d in draws]
+        return pd.concat(frames, ignore_index=True)
+
+    def private_release(self, study: str, epsilon: float, draw: int = 0) -> PrivateRelease:
+        """A stored private release."""
+        text = str(self.stored.arrays[f"{study}|epsilon={epsilon:g}|draw={draw}|release"])
+        return PrivateRelease.from_json(text)
+
+    def has_private(self, study: str) -> bool:
+        """Whether the study has private releases (it has a PK model)."""
+        return f"{study}|epsilon={self.settings['epsilons'][0]:g}|draw=0" in self.stored.arrays
+
+
+def usefulness_results(settings: dict | None = None) -> UsefulnessResults:
+    """The stored refits for ``settings`` (default :data:`DEFAULT_SETTINGS`), or computed
+    afresh, with a progress line, where the settings or the sources differ."""
+    settings = dict(DEFAULT_SETTINGS if settings is None else settings)
+    stored = load_or_compute(
+        _NAME, settings=settings, sources=sources_digest(SOURCES), work=_work(settings)
+    )
+    return UsefulnessResults(stored)
+
+
+def _recovered(refits: pd.DataFrame, source: pd.Series, tolerance: float) -> np.ndarray:
+    """Per replicate, the share of PK estimates within ``tolerance`` of the source (a failed
+    fit recovers nothing)."""
+    pk = [name for name in source.index if name.split()[0] in ("typical", "omega", "residual")]
+    ratio = refits[pk].to_numpy(dtype=float) / source[pk].to_numpy()
+    close = np.abs(np.log(ratio)) <= math.log1p(tolerance)
+    return np.where(np.isfinite(ratio), close, False).mean(axis=1)
+
+
+def frontier_table(results: UsefulnessResults, *, tolerance: float = 0.25) -> pd.DataFrame:
+    """Usefulness of every release: the share of PK estimates recovered within ``tolerance``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per study and release: ``study``, ``release`` (a precision, or ``DP``),
+        ``epsilon`` (inf for the non-private releases), ``usefulness`` (mean over synthetic
+        replicates and private draws) and ``se`` (its standard error over them).
+    """
+    rows = []
+    for study in results.settings["studies"]:
+        if not results.has_private(study):
+            continue
+        source = results.source(study)
+        releases = [(label, math.inf, results.refits(study, label)) for label in PRECISIONS]
+        releases += [
+            ("DP", eps, results.private_refits(study, eps)) for eps in results.settings["epsilons"]
+        ]
+        for release, epsilon, refits in releases:
+            share = _recovered(refits, source, tolerance)
+            rows.append(
+                {
+                    "study": study,
+                    "release": release,
+                    "epsilon": epsilon,
+                    "usefulness": share.mean(),
+                    "se": share.std(ddof=1) / math.sqrt(share.size),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def frontier_figure(table: pd.DataFrame, references: pd.DataFrame) -> p9.ggplot:
+    """Usefulness against epsilon for the private releases, with reference releases.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`frontier_table` (its ``DP`` rows are drawn).
+    references : pandas.DataFrame
+        Columns ``study``, ``release``, ``usefulness`` and ``epsilon``: a reference with a
+        finite epsilon (e.g. the lower bound an audit puts on the ordinary release) is a point
+        there; one with epsilon NaN or inf (none known) a horizontal line.
+    """
+    private = table[table["release"] == "DP"].assign(
+        low=lambda t: t["usefulness"] - 2 * t["se"], high=lambda t: t["usefulness"] + 2 * t["se"]
+    )
+    placed = references[np.isfinite(references["epsilon"].astype(float))]
+    lines = references[~np.isfinite(references["epsilon"].astype(float))]
+    return (
+        p9.ggplot(private, p9.aes("epsilon", "usefulness"))
+        + p9.geom_hline(p9.aes(yintercept="usefulness", linetype="release"), data=lines)
+        + p9.geom_ribbon(p9.aes(ymin="low", ymax="high"), alpha=0.2)
+        + p9.geom_line()
+        + p9.geom_point()
+        + p9.geom_point(p9.aes(shape="release"), data=placed, size=3)
+        + p9.scale_x_log10()
+        + p9.facet_wrap("study")
+        + p9.labs(
+            x="epsilon of the private release",
+            y="share of PK estimates recovered",
+            linetype="ordinary release",
+            shape="ordinary release",
+        )
+        + theme_book()
+    )
+
+
+def main() -> None:
+    """Compute the stored refits with the default settings and write them to the package."""
+    settings = dict(DEFAULT_SETTINGS)
+    result = load_or_compute(
+        _NAME, settings=settings, sources=sources_digest(SOURCES), work=_work(settings)
+    )
+    path = f"{__file__.rsplit('/generator/', 1)[0]}/data/{_NAME}.npz"
+    store(path, result)
+    print(f"wrote {path}: {len(result.arrays)} arrays in {result.seconds:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,437 @@
+r"""A differentially private release mode, built on OpenDP, over an ordinary fit.
+
+:func:`private_fingerprint` releases every number a fingerprint computes from the patients
+with an :math:`\varepsilon`-differential-privacy guarantee for adding or removing one patient,
+each built from OpenDP's transformations and measurements and composed by OpenDP
+(:func:`opendp.combinators.make_composition`):
+
+* **model estimates** (PK typical values, between-subject variances, residual errors) and the
+  continuous covariates' geometric means and SDs of the logs, by *subsample and aggregate*
+  (Nissim, Raskhodnikova & Smith 2007): the patients are split into ``subsets`` disjoint
+  groups by a hash of their identifier (so that adding a patient changes one group only), the
+  model is fitted to each group, each log estimate clamped to a public range and averaged with
+  Laplace noise. One patient moves one of the ``subsets`` clamped values, so the average moves
+  by at most the range's width over ``subsets``. A group whose fit fails (or does not converge)
+  contributes the middle of the range, which depends on that group alone;
+* **counts and frequencies** with OpenDP's counting: arm sizes and the levels of each
+  categorical covariate (``then_count_by_categories`` over the released arms and levels, with
+  Laplace noise); the dose-change rate and each endpoint's attendance rate as a noisy sum of a
+  per-patient share in [0, 1] (``then_sum``, Laplace noise) over the noisy cohort size.
+
+The budget is split evenly over the released numbers' measurements; the release states each
+share, the Laplace scale OpenDP certifies for it (:func:`opendp.prelude.binary_search_param`),
+the public ranges and the composed epsilon OpenDP computes. The ranges are arguments with
+defaults wide enough for any study in the package's units: they never come from the data.
+
+What the guarantee does not cover is the study's design, taken from the ordinary release:
+which arms, planned doses and visit times, category levels, LOQ and model structure. A sponsor
+would take them from the protocol. PD models, graded endpoints and the reference weight are
+withheld. OpenDP's samplers cannot be seeded: a release is drawn afresh at each call, and a
+chapter that needs the same release each time stores it (its JSON).
+
+With ``epsilon=math.inf`` no noise is added and nothing is split: the release is the ordinary
+release with unrounded estimates (:func:`synpmx_lite.generator.utility.fingerprint_at`).
+
+References
+----------
+Nissim K, Raskhodnikova S, Smith A. Smooth sensitivity and sampling in private data analysis.
+STOC 2007:75-84.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import opendp.prelude as dp
+
+from .._validation import check_count, check_real
+from ..pmx.population import FitWarning, fit_population
+from .estimate import ModelFit, model_fingerprint
+from .protections import trimmed_log_summary
+from .release import Fingerprint
+from .utility import fingerprint_at
+
+__all__ = ["DEFAULT_RANGES", "PrivateRelease", "private_fingerprint", "subset_estimates"]
+
+dp.enable_features("contrib", "honest-but-curious")
+
+#: Public ranges (natural scale) of the estimates, by kind: wide enough for any study in the
+#: package's units (hours, litres, mg/L, kg, years), and chosen without looking at any study.
+DEFAULT_RANGES: dict[str, tuple[float, float]] = {
+    "typical": (1e-3, 1e3),
+    "omega": (1e-3, 4.0),
+    "residual additive": (1e-3, 1e2),
+    "residual proportional": (1e-3, 1.0),
+    "geometric_mean": (1e-2, 1e3),
+    "sdlog": (1e-2, 2.0),
+}
+
+_PATIENTS = (dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())
+
+
+@dataclass(frozen=True)
+class PrivateRelease:
+    """A differentially private release: the fingerprint and what its guarantee rests on.
+
+    Attributes
+    ----------
+    fingerprint : Fingerprint
+        The released fingerprint; synthetic data come from it as from any
+        (:func:`synpmx_lite.generator.generate.synpmx_model_generate`).
+    epsilon : float
+        The budget asked for.
+    composed_epsilon : float
+        The epsilon OpenDP's composition of every measurement gives for one patient.
+    subsets : int
+        Groups of patients of the subsample and aggregate.
+    split : dict of str to float
+        Each released number's share of the budget, by name.
+    scales : dict of str to float
+        The Laplace scale OpenDP certifies for each number at its share.
+    ranges : dict of str to list of float
+        The public range each estimate was clamped to (natural scale).
+    """
+
+    fingerprint: Fingerprint
+    epsilon: float
+    composed_epsilon: float
+    subsets: int
+    split: dict[str, float]
+    scales: dict[str, float]
+    ranges: dict[str, list[float]]
+
+    def to_json(self) -> str:
+        """The release with its guarantee's terms, as JSON."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["fingerprint"] = json.loads(self.fingerprint.to_json())
+        return json.dumps(fields, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> PrivateRelease:
+        """Read a release written by :meth:`to_json`."""
+        fields = json.loads(text)
+        fields["fingerprint"] = Fingerprint.from_json(json.dumps(fields["fingerprint"]))
+        return cls(**fields)
+
+
+def _group(identifier: object, subsets: int) -> int:
+    """A patient's group, from their identifier alone."""
+    digest = hashlib.sha256(str(identifier).encode()).digest()
+    return int.from_bytes(digest[:8], "big") % subsets
+
+
+def subset_estimates(fit: ModelFit, *, subsets: int | None = None) -> dict[str, np.ndarray]:
+    """Each estimate's value on each of ``subsets`` groups of patients (NaN where the group's
+    fit failed): the fits of the subsample and aggregate, which do not depend on the budget.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        A fit with a PK model.
+    subsets : int, optional
+        Groups; default a tenth of the patients, at least 2.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        By estimate (``"typical cl"``, ``"covariate wt sdlog"``), its ``subsets`` values.
+    """
+    if not isinstance(fit, ModelFit) or fit.pk is None:
+        raise ValueError("fit must be a ModelFit with a PK model")
+    if subsets is None:
+        subsets = max(2, fit.n_source // 10)
+    subsets = check_count(subsets, "subsets", minimum=2)
+    groups = np.array([_group(i, subsets) for i in fit.study.ids])
+    covariates = fit.study.covariates
+    values: dict[str, list] = {}
+    for g in range(subsets):
+        members = groups == g
+        estimates = _group_estimates(fit, members)
+        for name in fit.continuous:
+            logs = np.log(covariates.loc[members, name].to_numpy(dtype=float))
+            meanlog, sdlog = trimmed_log_summary(logs) if logs.size >= 3 else (np.nan, np.nan)
+            estimates[f"covariate {name} geometric_mean"] = math.exp(meanlog)
+            estimates[f"covariate {name} sdlog"] = sdlog
+        for name, value in estimates.items():
+            values.setdefault(name, []).append(value)
+    return {name: np.array(v, dtype=float) for name, v in values.items()}
+
+
+def _group_estimates(fit: ModelFit, members: np.ndarray) -> dict[str, float]:
+    """The PK estimates on one group, NaN where its fit fails or does not converge."""
+    pk = fit.pk
+    names = [
+        f"{part} {k}" for part in ("typical", "omega", "residual") for k in getattr(pk, part).index
+    ]
+    if members.sum() < 3:
+        return dict.fromkeys(names, np.nan)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            refit = fit_population(fit.study.subset(members), error=pk.error)
+    except ValueError:  # e.g. no positive concentration in the group
+        return dict.fromkeys(names, np.nan)
+    if not refit.converged:
+        return dict.fromkeys(names, np.nan)
+    return {
+        f"{part} {k}": float(v)
+        for part in ("typical", "omega", "residual")
+        for k, v in getattr(refit, part).items()
+    }
+
+
+def _range_of(name: str, ranges: dict) -> tuple[float, float]:
+    """The public range of an estimate: its own entry, else its kind's."""
+    if name in ranges:
+        return ranges[name]
+    kind = name.split()[-1] if name.startswith("covariate ") else name.split()[0]
+    if name.startswith("residual "):
+        kind = name
+    return ranges[kind]
+
+
+def _aggregate(values: np.ndarray, low: float, high: float) -> Callable[[float], dp.Measurement]:
+    """Measurement builder: the group values' logs clamped to [log low, log high], averaged,
+    with Laplace noise of the given scale; its input is the vector of patient indices."""
+    bounds = (math.log(low), math.log(high))
+    clamped = np.clip(np.log(values), *bounds)
+    # A failed group gives the middle of the public range (it depends on that group alone).
+    clamped = np.where(np.isfinite(clamped), clamped, sum(bounds) / 2).tolist()
+    groups = dp.t.make_user_transformation(
+        *_PATIENTS,
+        dp.vector_domain(dp.atom_domain(bounds=bounds, nan=False), size=len(clamped)),
+        dp.symmetric_distance(),
+        function=lambda _patients: clamped,
+        # Adding or removing a patient changes one group's value: one value out, one in.
+        stability_map=lambda d_in: 2 * d_in,
+    )
+    return lambda scale: groups >> dp.t.then_mean() >> dp.m.then_laplace(scale)
+
+
+def _per_patient(values: list, domain: dp.Domain) -> dp.Transformation:
+    """Patient indices to one value per patient (row by row: one patient, one value)."""
+    return dp.t.make_user_transformation(
+        *_PATIENTS,
+        dp.vector_domain(domain),
+        dp.symmetric_distance(),
+        function=lambda patients: [values[i] for i in patients],
+        stability_map=lambda d_in: d_in,
+    )
+
+
+def _counts(labels: list, levels: list) -> Callable[[float], dp.Measurement]:
+    """Measurement builder: counts of the patients at each level, with Laplace noise."""
+    rows = _per_patient([str(label) for label in labels], dp.atom_domain(T=str))
+    categories = [str(level) for level in levels]
+    return lambda scale: (
+        rows
+        >> dp.t.then_count_by_categories(categories=categories, null_category=False)
+        >> dp.m.then_laplace(scale)
+    )
+
+
+def _share_sum(shares: np.ndarray) -> Callable[[float], dp.Measurement]:
+    """Measurement builder: the sum of a per-patient share in [0, 1], with Laplace noise."""
+    rows = _per_patient(
+        np.clip(shares, 0.0, 1.0).astype(float).tolist(),
+        dp.atom_domain(bounds=(0.0, 1.0), nan=False),
+    )
+    return lambda scale: rows >> dp.t.then_sum() >> dp.m.then_laplace(scale)
+
+
+def _cohort_labels(fit: ModelFit, released: Fingerprint) -> tuple[np.ndarray, list]:
+    """Each patient's released arm label (None outside the released arms), and the labels."""
+    from .estimate import _arms_kept  # the ordinary release's arm order, not re-derived here
+
+    kept = _arms_kept(fit)
+    names = {arm: released.arms[i]["arm"] for i, arm in enumerate(kept)}
+    labels = np.array([names.get(arm) for arm in fit.study.arms], dtype=object)
+    return labels, [arm["arm"] for arm in released.arms]
+
+
+def _level_labels(fit: ModelFit, name: str, levels: list, in_cohort: np.ndarray) -> list:
+    """Each patient's level of a categorical covariate: a folded level counts with the most
+    common one (as the ordinary release folds it), a patient outside the cohort nowhere."""
+    listed = {str(level) for level in levels}
+    values = fit.study.covariates[name].astype(str).to_numpy()
+    return [
+        ("" if not member else value if value in listed else str(levels[0]))
+        for value, member in zip(values, in_cohort, strict=True)
+    ]
+
+
+def _patient_shares(fit: ModelFit, in_cohort: np.ndarray) -> dict[str, np.ndarray]:
+    """Per patient: whether their dose changed, and per endpoint the share of its visits they
+    attended (0 outside the cohort)."""
+    study = fit.study
+    doses = study.doses
+    previous = doses.groupby(["patient", "period"])["amount"].shift()
+    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].unique()
+    shares = {"dose_change_rate": np.isin(np.arange(study.n_patients), changed) & in_cohort}
+    for endpoint, rows in study.observations.groupby("endpoint"):
+        cells = rows.drop_duplicates(["patient", "period", "visit"])
+        visits = cells.groupby(["period", "visit"]).ngroups
+        attended = cells.groupby("patient").size().reindex(range(study.n_patients), fill_value=0)
+        shares[f"attendance {endpoint}"] = attended.to_numpy() / visits * in_cohort
+    return {name: share.astype(float) for name, share in shares.items()}
+
+
+def _builders(fit: ModelFit, released: Fingerprint, groups: dict, ranges: dict) -> dict:
+    """Every released number's measurement builder (scale to measurement), by name, and the
+    public range of each estimate."""
+    builders, used = {}, {}
+    for name, values in groups.items():
+        low, high = used[name] = _range_of(name, ranges)
+        builders[name] = _aggregate(values, low, high)
+    labels, arms = _cohort_labels(fit, released)
+    in_cohort = labels != None  # noqa: E711 (elementwise on an object array)
+    builders["arms"] = _counts(["" if a is None else a for a in labels], arms)
+    for name, pairs in released.categories.items():
+        levels = [level for level, _ in pairs]
+        builders[f"categories {name}"] = _counts(
+            _level_labels(fit, name, levels, in_cohort), levels
+        )
+    for name, shares in _patient_shares(fit, in_cohort).items():
+        if name == "dose_change_rate" or name.split(" ", 1)[1] in released.endpoints:
+            builders[name] = _share_sum(shares)
+    return builders, {name: [float(low), float(high)] for name, (low, high) in used.items()}
+
+
+def _released(
+    released: Fingerprint, outputs: dict, ranges: dict, min_arm_patients: int
+) -> Fingerprint:
+    """The fingerprint holding the noisy numbers (post-processing of OpenDP's outputs); an
+    arm holds at least the public ``min_arm_patients``."""
+    sizes = np.maximum(np.rint(outputs["arms"]), min_arm_patients).astype(int)
+    cohort = int(sizes.sum())
+    arms = [{**arm, "patients": int(size)} for arm, size in zip(released.arms, sizes, strict=True)]
+    # Clamping the noisy log mean back into its public range is post-processing.
+    estimate = {
+        name: math.exp(float(np.clip(value, *np.log(ranges[name]))))
+        for name, value in outputs.items()
+        if name in ranges
+    }
+    pk = {
+        part: {k: estimate[f"{part} {k}"] for k in getattr(released, part)}
+        for part in ("typical", "omega", "residual")
+    }
+    covariates = {
+        name: {key: estimate[f"covariate {name} {key}"] for key in ("geometric_mean", "sdlog")}
+        for name in released.covariates
+    }
+    categories = {}
+    for name, pairs in released.categories.items():
+        # A level keeps a share (the release refuses 0): half a patient at least.
+        counts = np.maximum(np.asarray(outputs[f"categories {name}"], dtype=float), 0.5)
+        shares = counts / counts.sum()
+        categories[name] = [[level, float(s)] for (level, _), s in zip(pairs, shares, strict=True)]
+    rate = {
+        name: float(np.clip(value / cohort, 0.0, 1.0))
+        for name, value in outputs.items()
+        if name == "dose_change_rate" or name.startswith("attendance ")
+    }
+    endpoints = {
+        name: {**endpoint, "attendance": rate[f"attendance {name}"]}
+        for name, endpoint in released.endpoints.items()
+    }
+    return dataclasses.replace(
+        released,
+        cohort_size=cohort,
+        **pk,
+        pd={},
+        graded={},
+        covariates=covariates,
+        categories=categories,
+        reference_weight=None,
+        arms=arms,
+        dose_change_rate=rate["dose_change_rate"],
+        endpoints=endpoints,
+    )
+
+
+def private_fingerprint(
+    fit: ModelFit,
+    *,
+    epsilon: float,
+    subsets: int | None = None,
+    ranges: dict[str, tuple[float, float]] | None = None,
+    groups: dict[str, np.ndarray] | None = None,
+) -> PrivateRelease:
+    """Release a fit's fingerprint with an epsilon-DP guarantee for one patient, by OpenDP.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        A fit with a PK model (:func:`synpmx_lite.generator.estimate.synpmx_model_estimate`).
+    epsilon : float
+        The budget, split evenly over the released numbers; ``math.inf`` releases the
+        ordinary fingerprint with unrounded estimates, without noise.
+    subsets : int, optional
+        Groups of the subsample and aggregate; default a tenth of the patients, at least 2.
+    ranges : dict, optional
+        Public ranges (natural scale) overriding :data:`DEFAULT_RANGES`, by kind or by
+        estimate (``"typical cl"``, ``"covariate wt geometric_mean"``). Never from the data.
+    groups : dict, optional
+        The groups' estimates (:func:`subset_estimates` with the same ``subsets``), to draw
+        several releases from one set of group fits.
+
+    Returns
+    -------
+    PrivateRelease
+
+    Raises
+    ------
+    ValueError
+        A fit without a PK model, a budget that is not positive, fewer than 2 groups, or a
+        range that is not ``0 < low < high``.
+    """
+    if not isinstance(fit, ModelFit):
+        raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
+    if fit.pk is None:
+        raise ValueError("fit has no PK model: the private release covers PK studies only")
+    ranges = _checked_ranges(ranges)
+    if epsilon == math.inf:
+        return PrivateRelease(fingerprint_at(fit, None), epsilon, math.inf, 1, {}, {}, {})
+    epsilon = check_real(epsilon, "epsilon", low=0, low_open=True)
+    groups = subset_estimates(fit, subsets=subsets) if groups is None else groups
+    subsets = len(next(iter(groups.values())))
+    released = model_fingerprint(fit)
+    builders, used = _builders(fit, released, groups, ranges)
+    share = epsilon / len(builders)
+    scales = {
+        name: float(dp.binary_search_param(build, d_in=1, d_out=share))
+        for name, build in builders.items()
+    }
+    measurements = {name: builders[name](scale) for name, scale in scales.items()}
+    composition = dp.c.make_composition(list(measurements.values()))
+    answers = composition(list(range(fit.n_source)))
+    outputs = dict(zip(measurements, answers, strict=True))
+    return PrivateRelease(
+        fingerprint=_released(released, outputs, used, fit.min_arm_patients),
+        epsilon=float(epsilon),
+        composed_epsilon=float(composition.map(1)),
+        subsets=subsets,
+        split=dict.fromkeys(builders, share),
+        scales=scales,
+        ranges=used,
+    )
+
+
+def _checked_ranges(ranges: object) -> dict[str, tuple[float, float]]:
+    """:data:`DEFAULT_RANGES` with the overrides, each ``0 < low < high``."""
+    if ranges is not None and not isinstance(ranges, dict):
+        raise TypeError(f"ranges must be a dict of name to (low, high), got {ranges!r}")
+    merged = {**DEFAULT_RANGES, **(ranges or {})}
+    for name, bounds in merged.items():
+        low, high = (float(b) for b in bounds)
+        if not 0 < low < high < math.inf:
+            raise ValueError(f"ranges[{name!r}] must be 0 < low < high, got {bounds!r}")
+        merged[name] = (low, high)
+    return merged

@@ -1,0 +1,430 @@
+"""What a release keeps: synthetic data set against the source, and the model refitted on them.
+
+A fingerprint is worth releasing only if the synthetic data drawn from it answer the questions
+the source answers. This module measures that, study by study:
+
+* :func:`fingerprint_at` rebuilds a fit's fingerprint with its model estimates at another
+  precision (unrounded, two figures), everything else as released;
+* :func:`synthetic_study` draws a synthetic study from any fingerprint and reads it back with
+  the source's roles, ready to fit;
+* :func:`refit_estimates` fits the source's model (same structure, same error model, same PD
+  shape) to many synthetic studies and returns every estimate of every replicate;
+* :func:`refit_summary` sets those against the source fit: ratio, bias, and whether the source
+  estimate lies within the synthetic estimates' spread;
+* :func:`rounding_against_rse` sets each estimate's RSE beside the width of the rounding step
+  at one and two figures, and how far rounding moved it;
+* :func:`vpc_bands` gives the percentiles of a visual predictive check, :func:`design_rates`
+  the dose-modification and attendance rates, :func:`covariate_summaries` the covariate
+  distributions, each for the source and for synthetic replicates alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_count, check_rng
+from ..pmx.pd import PdFit, fit_pd_endpoint
+from ..pmx.population import FitWarning, PopulationFit, fit_population
+from ..pmx.study import PmxRoles, StudyEvents, prepare_study
+from ..rounding import round_significant
+from .estimate import ModelFit, model_fingerprint
+from .generate import synpmx_model_generate
+from .release import Fingerprint
+
+__all__ = [
+    "PRECISIONS",
+    "RefitSummary",
+    "covariate_summaries",
+    "design_rates",
+    "fingerprint_at",
+    "model_estimates",
+    "refit_estimates",
+    "refit_summary",
+    "rounding_against_rse",
+    "synthetic_study",
+    "vpc_bands",
+]
+
+#: The precisions compared: significant figures of the model estimates (None: unrounded).
+PRECISIONS: dict[str, int | None] = {"unrounded": None, "2 figures": 2, "1 figure": 1}
+
+
+def _rounded(value: float, figures: int | None) -> float:
+    return float(value) if figures is None else float(round_significant(float(value), figures))
+
+
+def _check_figures(figures: object) -> int | None:
+    if figures is None:
+        return None
+    return check_count(figures, "figures")
+
+
+def fingerprint_at(fit: ModelFit, figures: int | None) -> Fingerprint:
+    """The fit's fingerprint with its PK and PD estimates at ``figures`` significant figures.
+
+    Everything but the model estimates is the ordinary release (:func:`model_fingerprint`);
+    ``figures=1`` gives the ordinary release itself.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        A fit from :func:`synpmx_lite.generator.estimate.synpmx_model_estimate`.
+    figures : int or None
+        Significant figures of every model estimate; None leaves them unrounded.
+
+    Returns
+    -------
+    Fingerprint
+    """
+    figures = _check_figures(figures)
+    released = model_fingerprint(fit)
+    pk = fit.pk
+    values = {}
+    if pk is not None:
+        values = {
+            part: {k: _rounded(v, figures) for k, v in getattr(pk, part).items()}
+            for part in ("typical", "omega", "residual")
+        }
+    models = {
+        name: {
+            **model,
+            **{
+                key: _rounded(getattr(fit.pd[name], key), figures)
+                for key in ("baseline", "baseline_sd", "residual")
+            },
+            "parameters": {k: _rounded(v, figures) for k, v in fit.pd[name].parameters.items()},
+        }
+        for name, model in released.pd.items()
+    }
+    return dataclasses.replace(released, **values, pd=models)
+
+
+def _synthetic_roles(roles: PmxRoles, fingerprint: Fingerprint) -> PmxRoles:
+    """The source's roles renamed to the columns a fingerprint's synthetic data carry."""
+    return dataclasses.replace(
+        roles,
+        id="id",
+        time="time",
+        dv="dv",
+        amt="amt",
+        evid="evid",
+        dvid="dvid",
+        mdv="mdv",
+        rate="rate",
+        nominal_time="nominal_time" if roles.nominal_time else None,
+        arm="arm" if roles.arm else None,
+        pk_endpoint=fingerprint.pk_endpoint,
+    )
+
+
+def synthetic_study(
+    fingerprint: Fingerprint, roles: PmxRoles, *, seed: int | np.random.Generator
+) -> StudyEvents:
+    """A synthetic study drawn from ``fingerprint``, read with the source's ``roles``.
+
+    The release may list one visit time twice (two visits rounded to the same time); a
+    synthetic patient then has two samples at that time, and where both fall below the LOQ
+    (reported as 0) the two rows are equal and would be refused as copies: they are kept once.
+
+    Parameters
+    ----------
+    fingerprint : Fingerprint
+        Any fingerprint, ordinary or differentially private.
+    roles : PmxRoles
+        The source study's roles (its covariates, model and endpoints).
+    seed : int or numpy.random.Generator
+        Randomness of :func:`synpmx_lite.generator.generate.synpmx_model_generate`.
+
+    Returns
+    -------
+    StudyEvents
+    """
+    if not isinstance(fingerprint, Fingerprint):
+        raise TypeError(f"fingerprint must be a Fingerprint, got {type(fingerprint).__name__}")
+    if not isinstance(roles, PmxRoles):
+        raise TypeError(f"roles must be a PmxRoles, got {type(roles).__name__}")
+    table = synpmx_model_generate(fingerprint, seed=check_rng(seed, "seed"))
+    return prepare_study(table.drop_duplicates(), _synthetic_roles(roles, fingerprint))
+
+
+def model_estimates(pk: PopulationFit | None, models: dict[str, PdFit]) -> pd.Series:
+    """Every released model estimate of a fit, by name (``"typical cl"``, ``"pca baseline"``).
+
+    PK: typical values, between-subject variances (``omega``) and residual errors; each PD
+    model: baseline, between-subject SD, the shape's parameters and the residual SD.
+    """
+    values: dict[str, float] = {}
+    if pk is not None:
+        for part in ("typical", "omega", "residual"):
+            values.update({f"{part} {k}": float(v) for k, v in getattr(pk, part).items()})
+    for name, model in models.items():
+        values[f"{name} baseline"] = float(model.baseline)
+        values[f"{name} baseline_sd"] = float(model.baseline_sd)
+        values.update({f"{name} {k}": float(v) for k, v in model.parameters.items()})
+        values[f"{name} residual"] = float(model.residual)
+    return pd.Series(values, dtype=float)
+
+
+def _refit_one(study: StudyEvents, fit: ModelFit, released: Fingerprint) -> pd.Series:
+    """The source's model refitted to one synthetic study, for the models ``released`` holds;
+    NaN where a fit fails, is not trusted, or its model was not released."""
+    names = model_estimates(fit.pk, fit.pd).index
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        try:
+            pk = fit_population(study, error=fit.pk.error) if fit.pk is not None else None
+        except ValueError:  # e.g. every synthetic concentration below the LOQ
+            pk = None
+        models = {
+            name: fit_pd_endpoint(study, name, shapes=(model.shape,))
+            for name, model in fit.pd.items()
+            if name in released.pd
+        }
+    values = model_estimates(
+        pk if pk is not None and pk.converged else None,
+        {name: model for name, model in models.items() if model.converged},
+    )
+    return values.reindex(names)
+
+
+def refit_estimates(
+    fingerprint: Fingerprint,
+    fit: ModelFit,
+    *,
+    replicates: int,
+    seed: int,
+    report: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Fit the source's model to ``replicates`` synthetic studies drawn from ``fingerprint``.
+
+    Each replicate is drawn with its own stream of one seeded
+    :class:`numpy.random.SeedSequence`, so that replicate ``r`` is the same whatever the number
+    of replicates. The PK model keeps the source's structure and error model; each PD model its
+    shape.
+
+    Parameters
+    ----------
+    fingerprint : Fingerprint
+        The release the synthetic data come from.
+    fit : ModelFit
+        The source fit (its roles and models).
+    replicates : int
+        Synthetic studies.
+    seed : int
+        Seed of the replicates' streams.
+    report : callable, optional
+        Called with ``(done, total)`` after each replicate.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per replicate, one column per estimate of the source fit
+        (:func:`model_estimates`); NaN where that replicate's fit failed or did not converge,
+        or where ``fingerprint`` does not release that model.
+    """
+    replicates = check_count(replicates, "replicates")
+    streams = np.random.SeedSequence(check_count(seed, "seed", minimum=0)).spawn(replicates)
+    rows = []
+    for done, stream in enumerate(streams, start=1):
+        try:
+            study = synthetic_study(fingerprint, fit.roles, seed=stream)
+        except ValueError:  # a release too noisy to simulate a study the engine reads
+            rows.append(pd.Series(np.nan, index=model_estimates(fit.pk, fit.pd).index))
+        else:
+            rows.append(_refit_one(study, fit, fingerprint))
+        if report is not None:
+            report(done, replicates)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class RefitSummary:
+    """The refits on synthetic data set against the source fit, one row per estimate.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        Columns ``source`` (the estimate on the source), ``median`` (of the refits),
+        ``ratio`` (median over source), ``bias_percent`` (mean refit over source, less 1,
+        in %), ``low`` and ``high`` (the 2.5th and 97.5th percentiles of the refits),
+        ``covered`` (whether the source estimate lies between them) and ``converged`` (share
+        of replicates whose fit converged).
+    """
+
+    table: pd.DataFrame
+
+    @property
+    def covered_share(self) -> float:
+        """Share of the estimates whose source value lies in the refits' spread."""
+        return float(self.table["covered"].mean())
+
+
+def refit_summary(refits: pd.DataFrame, source: pd.Series) -> RefitSummary:
+    """Set refits (:func:`refit_estimates`) against the source estimates (:func:`model_estimates`).
+
+    Raises
+    ------
+    ValueError
+        The refits and the source name different estimates.
+    """
+    if list(refits.columns) != list(source.index):
+        raise ValueError(
+            f"refits and source must name the same estimates, got {list(refits.columns)} "
+            f"and {list(source.index)}"
+        )
+    values = refits.to_numpy(dtype=float)
+    low, median, high = np.nanpercentile(values, [2.5, 50, 97.5], axis=0)
+    table = pd.DataFrame(
+        {
+            "source": source.to_numpy(),
+            "median": median,
+            "ratio": median / source.to_numpy(),
+            "bias_percent": 100 * (np.nanmean(values, axis=0) / source.to_numpy() - 1),
+            "low": low,
+            "high": high,
+            "covered": (low <= source.to_numpy()) & (source.to_numpy() <= high),
+            "converged": np.isfinite(values).mean(axis=0),
+        },
+        index=source.index,
+    )
+    return RefitSummary(table)
+
+
+def _step_width(value: float, figures: int) -> float:
+    """Width of the rounding grid at ``value`` with ``figures`` figures, relative to it."""
+    exponent = np.floor(np.log10(abs(value))) - (figures - 1)
+    return float(10.0**exponent / abs(value))
+
+
+def rounding_against_rse(fit: ModelFit) -> pd.DataFrame:
+    """Each PK estimate's RSE beside the rounding step at one and two figures.
+
+    The step is the width of the rounding grid around the estimate relative to it (a value
+    rounded to one figure can sit anywhere within it); ``moved`` is how far rounding to one
+    figure moved the estimate, relative to it. RSEs are the covariance step's
+    (:meth:`synpmx_lite.pmx.population.PopulationFit.summary`), for the variance ``omega``
+    twice that of the between-subject SD.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per released PK estimate (``typical cl``, ``omega cl``, ...): ``estimate``,
+        ``rse_percent``, ``step_1_percent``, ``step_2_percent``, ``moved_1_percent`` and
+        ``step_over_rse`` (the one-figure step over the RSE).
+    """
+    if fit.pk is None:
+        raise ValueError("fit has no PK model: there is no PK estimate to compare")
+    summary = fit.pk.summary()
+    rse = summary["rse_percent"].copy()
+    rse.loc["omega_sd"] = 2 * rse.loc["omega_sd"].to_numpy()
+    estimates = model_estimates(fit.pk, {})
+    rse.index = estimates.index
+    rows = []
+    for name, value in estimates.items():
+        step_1 = 100 * _step_width(value, 1)
+        rows.append(
+            {
+                "estimate": value,
+                "rse_percent": rse[name],
+                "step_1_percent": step_1,
+                "step_2_percent": 100 * _step_width(value, 2),
+                "moved_1_percent": 100 * abs(_rounded(value, 1) / value - 1),
+                "step_over_rse": step_1 / rse[name],
+            }
+        )
+    return pd.DataFrame(rows, index=estimates.index)
+
+
+def _pk_observations(study: StudyEvents) -> pd.DataFrame:
+    rows = study.observations
+    rows = rows[rows["endpoint"].astype(str) == str(study.pk_endpoint)]
+    dv = rows["dv"].to_numpy(dtype=float)
+    return rows.assign(dv=np.exp(dv) if study.roles.log_dv else dv)
+
+
+def vpc_bands(
+    source: StudyEvents,
+    synthetic: Sequence[StudyEvents],
+    *,
+    percentiles: tuple[float, ...] = (10.0, 50.0, 90.0),
+    bins: int = 8,
+) -> pd.DataFrame:
+    """The percentiles of a visual predictive check: observed, and over synthetic replicates.
+
+    Observations of the PK endpoint are binned by time since the period's start, in ``bins``
+    bins of equal counts of the source's observations; within each bin, each percentile of the
+    observed concentrations and of each replicate's, and the 5th and 95th percentiles of the
+    replicates' (the band).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per bin and percentile: ``time`` (the source's median time in the bin),
+        ``percentile``, ``observed``, ``low``, ``median`` and ``high`` (of the replicates).
+    """
+    if not synthetic:
+        raise ValueError("synthetic must hold at least one synthetic study")
+    observed = _pk_observations(source)
+    quantiles = np.linspace(0, 1, check_count(bins, "bins") + 1)
+    inner = np.unique(np.quantile(observed["time"], quantiles))[1:-1]
+    which = np.digitize(observed["time"], inner)
+    present = np.unique(which)  # bins the source's observations reach
+
+    def by_bin(rows: pd.DataFrame) -> np.ndarray:
+        grouped = pd.Series(rows["dv"].to_numpy()).groupby(np.digitize(rows["time"], inner))
+        table = grouped.quantile(np.array(percentiles) / 100).unstack()
+        return table.reindex(present).to_numpy()
+
+    replicas = np.stack([by_bin(_pk_observations(study)) for study in synthetic])
+    low, median, high = np.nanpercentile(replicas, [5, 50, 95], axis=0)
+    times = observed["time"].groupby(which).median().reindex(present)
+    frame = {
+        "time": np.repeat(times.to_numpy(), len(percentiles)),
+        "percentile": np.tile(percentiles, len(times)),
+        "observed": by_bin(observed).ravel(),
+        "low": low.ravel(),
+        "median": median.ravel(),
+        "high": high.ravel(),
+    }
+    return pd.DataFrame(frame)
+
+
+def design_rates(study: StudyEvents) -> pd.Series:
+    """Dose-modification and attendance rates of a study, as the release defines them.
+
+    ``dose_change``: share of patients with a dose unlike their previous one in the same
+    period; ``attendance``: per endpoint, the share of (patient, visit) cells with an
+    observation among the visits of that endpoint at least one patient attended, each visit
+    counted once per patient.
+    """
+    doses = study.doses
+    previous = doses.groupby(["patient", "period"])["amount"].shift()
+    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+    rates = {"dose_change": changed / study.n_patients}
+    for endpoint, rows in study.observations.groupby("endpoint"):
+        cells = rows.drop_duplicates(["patient", "period", "visit"])
+        visits = cells.groupby(["period", "visit"]).ngroups
+        rates[f"attendance {endpoint}"] = len(cells) / (cells["patient"].nunique() * visits)
+    return pd.Series(rates, dtype=float)
+
+
+def covariate_summaries(study: StudyEvents, continuous: Sequence[str]) -> pd.Series:
+    """Geometric mean and SD of the logs of each continuous covariate, and each level's
+    share of every other covariate, over the study's patients."""
+    values: dict[str, float] = {}
+    for name in study.roles.covariates:
+        column = study.covariates[name]
+        if name in continuous:
+            logs = np.log(column.to_numpy(dtype=float))
+            values[f"{name} geometric mean"] = float(np.exp(logs.mean()))
+            values[f"{name} sdlog"] = float(logs.std(ddof=1))
+        else:
+            shares = column.astype(str).value_counts(normalize=True)
+            values.update({f"{name} = {level}": float(s) for level, s in shares.items()})
+    return pd.Series(values, dtype=float)

@@ -1,0 +1,133 @@
+"""The differentially private release: OpenDP's certified scales, the budget, the ranges."""
+
+import dataclasses
+import json
+import math
+import warnings
+
+import numpy as np
+import opendp.prelude as dp
+import pytest
+
+from synpmx_lite.generator.estimate import synpmx_model_estimate
+from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator.private_release import (
+    DEFAULT_RANGES,
+    PrivateRelease,
+    private_fingerprint,
+    subset_estimates,
+)
+from synpmx_lite.generator.utility import fingerprint_at
+from synpmx_lite.pmx.population import FitWarning
+from synpmx_lite.pmx.study import load_dataset
+
+EPSILON = 2.0
+
+
+@pytest.fixture(scope="module")
+def fit():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return synpmx_model_estimate(*load_dataset("theo_sd"))
+
+
+@pytest.fixture(scope="module")
+def groups(fit):
+    return subset_estimates(fit, subsets=2)
+
+
+@pytest.fixture(scope="module")
+def release(fit, groups):
+    return private_fingerprint(fit, epsilon=EPSILON, groups=groups)
+
+
+def test_the_budget_is_split_evenly_and_composes_to_epsilon(release):
+    assert sum(release.split.values()) == pytest.approx(EPSILON)
+    assert len(set(release.split.values())) == 1
+    # OpenDP's composition of every measurement, for one patient added or removed.
+    assert release.composed_epsilon == pytest.approx(EPSILON, rel=1e-9)
+
+
+def test_each_scale_is_the_one_the_mechanism_needs_for_its_share(release, groups):
+    share = EPSILON / len(release.split)
+    for name, scale in release.scales.items():
+        if name in release.ranges:  # a mean of k values clamped to the log range
+            low, high = np.log(release.ranges[name])
+            expected = (high - low) / len(groups[name]) / share
+        else:  # a count or a sum of shares in [0, 1]: one patient moves it by 1
+            expected = 1 / share
+        assert scale == pytest.approx(expected, rel=1e-6), name
+
+
+def test_the_certified_scale_is_tight(fit, groups, release):
+    """At the certified scale the map gives the share; at 0.9 of it, more than the share."""
+    share = EPSILON / len(release.split)
+    scale = release.scales["typical cl"]
+    low, high = np.log(release.ranges["typical cl"])
+    space = (
+        dp.vector_domain(dp.atom_domain(bounds=(low, high), nan=False), size=2),
+        dp.symmetric_distance(),
+    )
+    mean = space >> dp.t.then_mean()
+    assert (mean >> dp.m.then_laplace(scale)).map(2) == pytest.approx(share)
+    assert (mean >> dp.m.then_laplace(0.9 * scale)).map(2) > share
+
+
+def test_infinite_epsilon_is_the_ordinary_unrounded_release(fit):
+    release = private_fingerprint(fit, epsilon=math.inf)
+    assert release.fingerprint == fingerprint_at(fit, None)
+    assert release.fingerprint.typical == {k: float(v) for k, v in fit.pk.typical.items()}
+    assert release.scales == {}
+
+
+def test_public_ranges_never_come_from_the_data(fit, groups):
+    """The ranges used are the stated defaults, and doubling every concentration (which moves
+    the residual error and volume) leaves them unchanged."""
+    release = private_fingerprint(fit, epsilon=EPSILON, groups=groups)
+    for name, bounds in release.ranges.items():
+        kind = (
+            name
+            if name.startswith("residual ")
+            else name.split()[-1]
+            if name.startswith("covariate ")
+            else name.split()[0]
+        )
+        assert tuple(bounds) == DEFAULT_RANGES[kind]
+    data, roles = load_dataset("theo_sd")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        doubled = synpmx_model_estimate(data.assign(DV=2 * data["DV"]), roles)
+    other = private_fingerprint(doubled, epsilon=EPSILON, subsets=2)
+    assert other.ranges == release.ranges
+
+
+def test_released_estimates_stay_within_their_public_ranges(fit, groups):
+    release = private_fingerprint(fit, epsilon=0.05, groups=groups)  # noise far past a range
+    fingerprint = release.fingerprint
+    for part in ("typical", "omega", "residual"):
+        for key, value in getattr(fingerprint, part).items():
+            low, high = release.ranges[f"{part} {key}"]
+            assert low * (1 - 1e-12) <= value <= high * (1 + 1e-12)
+
+
+def test_the_release_holds_no_pd_model_or_reference_weight_and_reads_back(release):
+    assert release.fingerprint.pd == {}
+    assert release.fingerprint.reference_weight is None
+    assert PrivateRelease.from_json(release.to_json()) == release
+    assert json.loads(release.to_json())["epsilon"] == EPSILON
+
+
+def test_synthetic_data_come_from_it_as_from_any_fingerprint(release):
+    table = synpmx_model_generate(release.fingerprint, seed=3)
+    assert table["id"].nunique() == release.fingerprint.cohort_size
+    again = synpmx_model_generate(dataclasses.replace(release.fingerprint), seed=3)
+    assert table.equals(again)
+
+
+def test_bad_arguments_are_refused(fit):
+    with pytest.raises(ValueError, match="epsilon"):
+        private_fingerprint(fit, epsilon=0.0)
+    with pytest.raises(ValueError, match="subsets"):
+        private_fingerprint(fit, epsilon=1.0, subsets=1)
+    with pytest.raises(ValueError, match=r"ranges\['typical'\]"):
+        private_fingerprint(fit, epsilon=1.0, ranges={"typical": (2.0, 1.0)})

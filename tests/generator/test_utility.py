@@ -1,0 +1,153 @@
+"""Usefulness measures: precisions, refits on synthetic data, rounding against RSE, the store."""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
+from synpmx_lite.generator.frontier import (
+    DEFAULT_SETTINGS,
+    SOURCES,
+    UsefulnessResults,
+    frontier_table,
+    usefulness_results,
+)
+from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator.utility import (
+    PRECISIONS,
+    covariate_summaries,
+    design_rates,
+    fingerprint_at,
+    model_estimates,
+    refit_estimates,
+    refit_summary,
+    rounding_against_rse,
+    synthetic_study,
+    vpc_bands,
+)
+from synpmx_lite.pmx.population import FitWarning
+from synpmx_lite.pmx.study import load_dataset
+from synpmx_lite.stored import read_stored, sources_digest
+
+from ..simulated import SIMULATED_ROLES, known_fingerprint
+
+DATA = Path(__file__).parents[2] / "synpmx_lite" / "data"
+
+
+@pytest.fixture(scope="module")
+def warfarin():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return synpmx_model_estimate(*load_dataset("warfarin"))
+
+
+def test_one_figure_is_the_ordinary_release(warfarin):
+    assert fingerprint_at(warfarin, 1) == model_fingerprint(warfarin)
+
+
+def test_precisions_round_the_model_estimates_only(warfarin):
+    unrounded, two = fingerprint_at(warfarin, None), fingerprint_at(warfarin, 2)
+    assert unrounded.typical["cl"] == pytest.approx(warfarin.pk.typical["cl"], rel=1e-15)
+    assert two.typical["cl"] == pytest.approx(0.13)
+    assert two.pd["pca"]["baseline"] == pytest.approx(99.0)
+    assert two.covariates == unrounded.covariates == model_fingerprint(warfarin).covariates
+
+
+def test_refits_recover_a_known_model():
+    """Synthetic studies drawn from a known fingerprint, refitted: the typical values come
+    back within their sampling spread."""
+    truth = known_fingerprint(n=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = synpmx_model_estimate(_event_table(truth), SIMULATED_ROLES, drop_influential=False)
+    refits = refit_estimates(fingerprint_at(fit, None), fit, replicates=6, seed=2)
+    summary = refit_summary(refits, model_estimates(fit.pk, fit.pd)).table
+    assert summary.loc["typical cl", "ratio"] == pytest.approx(1.0, abs=0.15)
+    assert summary.loc["typical v", "ratio"] == pytest.approx(1.0, abs=0.15)
+    assert summary["converged"].min() > 0.5
+
+
+def _event_table(fingerprint):
+    table = synpmx_model_generate(fingerprint, seed=7)
+    return table.assign(id=table["id"].str.replace("syn-", "", regex=False).astype(int) + 100)
+
+
+def test_replicate_r_does_not_depend_on_the_number_of_replicates(warfarin):
+    two = refit_estimates(fingerprint_at(warfarin, 1), warfarin, replicates=2, seed=9)
+    one = refit_estimates(fingerprint_at(warfarin, 1), warfarin, replicates=1, seed=9)
+    pd.testing.assert_frame_equal(two.iloc[:1], one)
+
+
+def test_refit_summary_covers_and_refuses():
+    source = pd.Series({"a": 1.0, "b": 2.0})
+    refits = pd.DataFrame({"a": np.linspace(0.8, 1.2, 41), "b": np.linspace(3.0, 4.0, 41)})
+    table = refit_summary(refits, source).table
+    assert table["covered"].tolist() == [True, False]
+    assert table.loc["b", "ratio"] == pytest.approx(1.75)
+    with pytest.raises(ValueError, match="same estimates"):
+        refit_summary(refits[["b", "a"]], source)
+
+
+def test_rounding_step_against_rse(warfarin):
+    table = rounding_against_rse(warfarin)
+    # cl 0.134 on a one-figure grid of 0.1: a step of 0.1 / 0.134.
+    assert table.loc["typical cl", "step_1_percent"] == pytest.approx(
+        100 * 0.1 / warfarin.pk.typical["cl"]
+    )
+    assert table.loc["typical cl", "moved_1_percent"] == pytest.approx(
+        100 * abs(0.1 / warfarin.pk.typical["cl"] - 1)
+    )
+    rse_sd = warfarin.pk.summary().loc[("omega_sd", "cl"), "rse_percent"]
+    assert table.loc["omega cl", "rse_percent"] == pytest.approx(2 * rse_sd)
+
+
+def test_vpc_rates_and_covariates_of_the_source_against_itself(warfarin):
+    study = warfarin.study
+    bands = vpc_bands(study, [study, study])
+    assert np.allclose(bands["observed"], bands["median"], equal_nan=True)
+    assert len(synthetic_study(model_fingerprint(warfarin), warfarin.roles, seed=1).ids) == 32
+    rates = design_rates(study)
+    assert rates["dose_change"] == 0.0
+    assert 0 < rates["attendance cp"] < 1
+    summaries = covariate_summaries(study, warfarin.continuous)
+    assert summaries["sex = male"] + summaries["sex = female"] == pytest.approx(1.0)
+    assert summaries["wt geometric mean"] == pytest.approx(
+        np.exp(np.log(study.covariates["wt"]).mean())
+    )
+
+
+def test_stored_refits_are_current_and_a_recomputation_matches():
+    """The shipped results match the current settings and sources; two replicates of
+    warfarin's one-figure release refitted afresh equal the stored ones, and so do the refits
+    of a stored private release."""
+    shipped = read_stored(DATA / "usefulness_refits.npz")
+    # A stale file fails here, before usefulness_results() would spend minutes recomputing.
+    assert shipped.matches(DEFAULT_SETTINGS, sources_digest(SOURCES))
+    results = usefulness_results()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = synpmx_model_estimate(*load_dataset("warfarin"), seed=1)
+    labels = list(PRECISIONS)
+    seed = DEFAULT_SETTINGS["seed"] + labels.index("1 figure")
+    fresh = refit_estimates(fingerprint_at(fit, 1), fit, replicates=2, seed=seed)
+    np.testing.assert_array_equal(fresh.to_numpy(), results.refits("warfarin", "1 figure")[:2])
+    epsilon = DEFAULT_SETTINGS["epsilons"][-1]
+    release = results.private_release("warfarin", epsilon)
+    e = DEFAULT_SETTINGS["epsilons"].index(epsilon)
+    again = refit_estimates(
+        release.fingerprint, fit, replicates=1, seed=DEFAULT_SETTINGS["seed"] + 100 * (e + 1)
+    )
+    np.testing.assert_array_equal(
+        again.to_numpy(), results.private_refits("warfarin", epsilon).iloc[:1].to_numpy()
+    )
+
+
+def test_frontier_table_reads_every_release():
+    table = frontier_table(UsefulnessResults(read_stored(DATA / "usefulness_refits.npz")))
+    assert set(table["release"]) == {*PRECISIONS, "DP"}
+    assert table["usefulness"].between(0, 1).all()
+    private = table[table["release"] == "DP"]
+    assert sorted(set(private["epsilon"])) == DEFAULT_SETTINGS["epsilons"]
