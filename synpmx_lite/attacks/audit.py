@@ -46,8 +46,11 @@ __all__ = [
     "Audit",
     "audit_shadows",
     "epsilon_lower_bound",
+    "exposed_rates",
+    "paired_change",
     "pk_width",
     "rate_at",
+    "rerun_spread",
     "trusted_replicates",
 ]
 
@@ -330,3 +333,112 @@ def _split_epsilon(members: np.ndarray, others: np.ndarray, split: np.ndarray) -
         int((held_others > threshold).sum()),
         held_others.size,
     )
+
+
+def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, float]:
+    """The AUC of ``after`` less that of ``before`` on the same shadow cohorts, and its SE
+    (from the difference of each replicate's first-order terms, so the pairing cancels the
+    cohorts' shared luck).
+
+    Parameters
+    ----------
+    before, after : Audit
+        Two audits of the same shadow releases at different roundings.
+    attack : str
+        One of :data:`AUDIT_ATTACKS`.
+
+    Returns
+    -------
+    change, se : float
+    """
+    if not np.array_equal(before.member, after.member):
+        raise ValueError("before, after: audits of different shadow cohorts cannot be paired")
+    terms = []
+    for audit in (before, after):
+        scores, member = audit.scores[attack], audit.member
+        replicates = len(member)
+        terms.append(
+            _replicate_terms(
+                scores[member].reshape(replicates, -1), scores[~member].reshape(replicates, -1)
+            )
+        )
+    change = terms[1][0] - terms[0][0]
+    return change, _mean_standard_error(terms[1][1] - terms[0][1], False)
+
+
+def exposed_rates(
+    audit: Audit, influence: np.ndarray, attack: str, *, share: float = 0.1
+) -> pd.DataFrame:
+    """True-positive rates on the most influential patients beside everyone's.
+
+    The threshold is the one that flags each rate of :data:`AUDIT_RATES` of all non-members;
+    the rates are then counted on the members among the ``share`` of patients with the largest
+    P5 influence (at least one patient), and on every member.
+
+    Parameters
+    ----------
+    audit : Audit
+        The audit.
+    influence : numpy.ndarray
+        Each patient's P5 influence (the shadow releases' ``influence``).
+    attack : str
+        One of :data:`AUDIT_ATTACKS`.
+    share : float, default 0.1
+        The exposed share of patients (keyword-only).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A row per rate and group (``"most influential"``, ``"everyone"``): ``tpr``, ``low``,
+        ``high`` (Clopper-Pearson) and ``members`` scored.
+    """
+    scores, member = audit.scores[attack], audit.member
+    count = max(int(np.ceil(share * member.shape[1])), 1)
+    exposed = np.zeros(member.shape[1], dtype=bool)
+    exposed[np.argsort(-influence, kind="stable")[:count]] = True
+    others = scores[~member]
+    rows = []
+    for rate in AUDIT_RATES:
+        for group, chosen in (("most influential", member & exposed), ("everyone", member)):
+            tp, total, _, _ = rate_at(scores[chosen], others, rate)
+            low, high = _clopper_pearson(tp, total)
+            rows.append({"rate": rate, "group": group, "tpr": tp / total, "low": low,
+                         "high": high, "members": total})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) -> pd.DataFrame:
+    """Each attack's AUC over disjoint groups of the shadow releases, as independent reruns.
+
+    Parameters
+    ----------
+    arrays : dict
+        The shadow releases' arrays.
+    level : str
+        The release audited.
+    pk_width : int
+        As for :func:`trusted_replicates`.
+    groups : int, default 5
+        Reruns; each must keep at least ``2 * BLOCKS`` trusted replicates.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per attack: ``mean`` AUC over the reruns, ``spread`` (their SD), ``se`` (the reruns'
+        mean SE) and ``ratio`` (spread over SE, near 1 when the SEs are right).
+    """
+    groups = check_count(groups, "groups", minimum=2)
+    which = np.arange(len(arrays["member"])) % groups
+    per_patient = {"influence"}  # the only array not indexed by replicate first
+    summaries = pd.concat(
+        audit_shadows(
+            {k: (v if k in per_patient else v[which == g]) for k, v in arrays.items()},
+            level,
+            pk_width=pk_width,
+        ).summary.assign(rerun=g)
+        for g in range(groups)
+    )
+    table = summaries.groupby("attack", sort=False).agg(
+        mean=("auc", "mean"), spread=("auc", "std"), se=("auc_se", "mean")
+    )
+    return table.assign(ratio=table["spread"] / table["se"])
