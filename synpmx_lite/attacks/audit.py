@@ -419,7 +419,7 @@ def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) ->
     pk_width : int
         As for :func:`trusted_replicates`.
     groups : int, default 5
-        Reruns; each must keep at least ``2 * BLOCKS`` trusted replicates.
+        Reruns, each of an equal share of the trusted replicates (at least ``2 * BLOCKS``).
 
     Returns
     -------
@@ -428,7 +428,10 @@ def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) ->
         mean SE) and ``ratio`` (spread over SE, near 1 when the SEs are right).
     """
     groups = check_count(groups, "groups", minimum=2)
-    which = np.arange(len(arrays["member"])) % groups
+    keep, _ = trusted_replicates(arrays, pk_width=pk_width)
+    # Groups of the trusted replicates, so that every rerun keeps as many.
+    which = np.full(len(keep), -1)
+    which[keep] = np.arange(keep.sum()) % groups
     per_patient = {"influence"}  # the only array not indexed by replicate first
     summaries = pd.concat(
         audit_shadows(
