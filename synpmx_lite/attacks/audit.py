@@ -317,7 +317,8 @@ def summarise(scores: np.ndarray, member: np.ndarray, split: np.ndarray) -> dict
 
 def _split_epsilon(members: np.ndarray, others: np.ndarray, split: np.ndarray) -> float:
     """Epsilon lower bound at the threshold that gives the largest bound on ``split``."""
-    rates = np.geomspace(1 / others[split].size, 0.5, 40)
+    # Thresholds that flag at least ten selection non-members: fewer make the choice chase noise.
+    rates = np.geomspace(min(10 / others[split].size, 0.5), 0.5, 30)
     chosen = max(
         rates,
         key=lambda r: epsilon_lower_bound(
