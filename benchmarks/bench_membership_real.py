@@ -1,56 +1,56 @@
-"""Time ``generator_membership_attack()`` on the public studies, and print what it finds.
+"""Time the real generator's shadow releases and their audit, and print what the audit finds.
 
 Run from the repository's root::
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_membership_real.py [replicates ...]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_membership_real.py [replicates]
 
-With no arguments each study runs at the membership chapter's replicate counts. For each study
-it prints the seconds of the whole attack (median of ``REPEATS`` runs after a warm-up on the
-smallest study), the seconds per replicate (one run of the generator: fit, influence rounds,
-fingerprint), and the AUC ± SE and true-positive rates of every release, reference and score.
+For each audited study it prints the seconds per shadow release (a run of the whole
+generator, from ``replicates`` fresh ones, default 4, so the regeneration command's cost can be
+foreseen), the seconds of the audit of the stored shadow releases at every rounding, and the
+AUC ± SE and true-positive rate at 1 % false positives of each attack as released, with the
+epsilon lower bound.
 """
 
-import statistics
 import sys
 import time
 
 import pandas as pd
 
-from synpmx_lite import generator_membership_attack
-
-#: The chapter's replicate counts (book/membership_inference.md, REAL_REPLICATES).
-REPLICATES = {"warfarin": 30, "pheno_sd": 30, "mavoglurant": 20}
-REPEATS = 3
-SEED = 20261002
+from synpmx_lite.attacks.audit import audit_shadows, pk_width
+from synpmx_lite.attacks.shadow_releases import (
+    RELEASE_LEVELS,
+    SHADOW_REPLICATES,
+    _shadow_arrays,
+    shadow_releases,
+    shadow_settings,
+)
 
 
 def main() -> None:
-    counts = dict(REPLICATES)
-    if len(sys.argv) > 1:
-        counts = dict(zip(REPLICATES, map(int, sys.argv[1:]), strict=False))
-    generator_membership_attack("warfarin", replicates=4, seed=SEED)  # warm-up
+    fresh = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     pd.set_option("display.width", 200)
-    total = 0.0
-    for name, replicates in counts.items():
-        seconds = []
-        for _ in range(REPEATS if replicates <= 20 else 1):
-            start = time.perf_counter()
-            attack = generator_membership_attack(name, replicates=replicates, seed=SEED)
-            seconds.append(time.perf_counter() - start)
-        median = statistics.median(seconds)
-        total += median
+    foreseen = 0.0
+    for name, replicates in SHADOW_REPLICATES.items():
+        settings = dict(shadow_settings(name, replicates=replicates), replicates=fresh)
+        start = time.perf_counter()
+        _shadow_arrays(settings, lambda done, total: None)
+        per_release = (time.perf_counter() - start) / fresh
+        foreseen += per_release * replicates
+        stored = shadow_releases(name)
+        start = time.perf_counter()
+        audits = {
+            level: audit_shadows(stored.arrays, level, pk_width=pk_width(name))
+            for level in RELEASE_LEVELS
+        }
+        audit_seconds = time.perf_counter() - start
         print(
-            f"\n{name}: {attack.patients} patients, {attack.members} per cohort, "
-            f"{replicates} replicates: {median:.2f} s ({median / replicates:.3f} s a replicate; "
-            f"runs {', '.join(f'{s:.2f}' for s in seconds)})"
+            f"\n{name}: {per_release:.2f} s a shadow release ({fresh} fresh, whole-study fit "
+            f"included); audit of {replicates} stored at {len(RELEASE_LEVELS)} roundings "
+            f"{audit_seconds:.2f} s; excluded {audits['1 figure'].excluded}"
         )
-        print(
-            f"  shares scored {attack.shares}, random effects {attack.random_effects}, "
-            f"left out per cohort {attack.left_out:.2f}, fits flagged {attack.unconverged}"
-        )
-        print(attack.summary.round(3).to_string(index=False))
-        print(attack.rounding_change.round(4).to_string(index=False))
-    print(f"\nmembership_real_seconds: {total:.2f}")
+        table = audits["1 figure"].summary[["attack", "auc", "auc_se", "tpr_1", "epsilon"]]
+        print(table.round(3).to_string(index=False))
+    print(f"\nshadow_regeneration_foreseen_seconds: {foreseen:.0f}")
 
 
 if __name__ == "__main__":

@@ -486,7 +486,7 @@ def generator_membership_attack(
     facts = _patient_facts(study, min_patients=3)
     whole_shares = np.nanmean(facts.to_numpy(), axis=0)
     scored = _scored_facts(facts, whole_shares)
-    whole_fit, runs = _generator_runs(data, roles, study, cohorts)
+    whole_fit, runs = _generator_runs(name, data, roles, study, cohorts)
     parameters = list(roles.model.parameters)
     error = whole_fit.pk.error
     releases = _releases(runs, rounding)
@@ -541,13 +541,16 @@ def _shadow_cohorts(
 
 
 def _generator_runs(
-    data: pd.DataFrame, roles: PmxRoles, study: StudyEvents, cohorts: np.ndarray
+    name: str, data: pd.DataFrame, roles: PmxRoles, study: StudyEvents, cohorts: np.ndarray
 ) -> tuple[ModelFit, list[tuple[ModelFit, Fingerprint]]]:
-    """The generator's fit on the whole study, and its fit and release of each shadow cohort."""
+    """The generator's fit on the whole study, and its fit and release of each shadow cohort;
+    a study without a PK fit (nothing for the population score to read) is refused."""
     with warnings.catch_warnings():
         # An untrusted fit is counted, and scored as the generator would release it.
         warnings.simplefilter("ignore", FitWarning)
         whole_fit = synpmx_model_estimate(data, roles)
+        if whole_fit.pk is None:
+            raise ValueError(f"study {name!r} has no PK fit to attack")
         runs = []
         for cohort in cohorts:
             fit = synpmx_model_estimate(data[data[roles.id].isin(study.ids[cohort])], roles)

@@ -284,3 +284,10 @@ def test_attack_accessors_refuse_unknown_choices(attack):
         equivalent_patients(attack, "other study")
     with pytest.raises(TypeError, match="attack"):
         simplified_prediction("warfarin", 6)
+
+
+def test_a_study_without_a_pk_fit_is_refused_by_name():
+    from synpmx_lite import generator_membership_attack
+
+    with pytest.raises(ValueError, match="wbcSim"):
+        generator_membership_attack("wbcSim", replicates=4)

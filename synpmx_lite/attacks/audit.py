@@ -1,0 +1,448 @@
+r"""A calibrated likelihood-ratio audit of the real generator's releases (LiRA).
+
+The linear scores of :mod:`synpmx_lite.attacks.membership_generator` weigh every candidate
+alike. The likelihood-ratio attack of Carlini et al. (2022) instead learns, patient by patient,
+what the release looks like with and without them, from shadow releases
+(:mod:`synpmx_lite.attacks.shadow_releases`). For each release it reads a vector ``z``: the
+released log typical values, log between-subject variances and shares, and the candidate's own
+shares and population scores under that release.
+
+* **online**: per patient, a member mean and a non-member mean of ``z`` over the shadow
+  releases that held them and those that did not, with one within-class covariance pooled over
+  patients (a linear discriminant, shrunk a tenth toward its diagonal); the score is the log
+  likelihood ratio of the two Gaussians.
+* **offline**: only the non-member shadows are used (an attacker who cannot rerun the
+  generator with the candidate in): each own score less the patient's non-member mean, over its
+  pooled non-member SD, summed. Membership can only raise the own scores, so the test is
+  one-sided.
+* **linear** (the baseline): the two own scores, each standardised robustly within its release
+  (less the median, over 1.4826 times the median absolute deviation), summed.
+
+Calibration is leave-one-block-out: the replicates fall into :data:`BLOCKS` blocks and a block
+is scored with means and covariance fitted on the others, so no release calibrates its own
+scores. Shadow fits not to be trusted are counted and left out before anything is fitted:
+those the engine flags (``converged``, ``diagnostics``), those the generator's checks judge
+untrusted, and degenerate ones, whose unrounded log typical value or variance lies more than
+:data:`DEGENERATE_MADS` robust SDs from the other shadows' median.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._validation import check_count
+from ..pmx.study import load_dataset
+from .membership_generator import _mean_standard_error, _replicate_terms
+
+__all__ = [
+    "AUDIT_ATTACKS",
+    "AUDIT_RATES",
+    "BLOCKS",
+    "DEGENERATE_MADS",
+    "Audit",
+    "audit_shadows",
+    "epsilon_lower_bound",
+    "exposed_rates",
+    "paired_change",
+    "pk_width",
+    "rate_at",
+    "rerun_spread",
+    "trusted_replicates",
+]
+
+#: The attacks, strongest first.
+AUDIT_ATTACKS = ("LiRA online", "LiRA offline", "linear")
+#: False-positive rates at which true-positive rates are reported.
+AUDIT_RATES = (0.1, 0.01, 0.001)
+#: Blocks of replicates for leave-one-block-out calibration.
+BLOCKS = 5
+#: A shadow fit whose unrounded estimate lies this many robust SDs from the median is degenerate.
+DEGENERATE_MADS = 8.0
+_SHRINK = 0.1  # share of the pooled covariance moved to its diagonal
+_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Audit:
+    """The audit of one study's shadow releases at one rounding.
+
+    Attributes
+    ----------
+    level : str
+        The release audited (:data:`~synpmx_lite.attacks.shadow_releases.RELEASE_LEVELS`).
+    replicates : int
+        Shadow releases audited (after exclusions).
+    excluded : dict of str to int
+        Shadow fits left out: ``"flagged"`` by the engine or the generator's checks and
+        ``"degenerate"`` by the audit's own check (a fit counts once, under the first).
+    summary : pandas.DataFrame
+        A row per attack of :data:`AUDIT_ATTACKS`: ``auc``, ``auc_se``; for each rate of
+        :data:`AUDIT_RATES` (``tpr_10``, ``tpr_1``, ``tpr_0.1``) the share of members flagged at
+        that false-positive rate with ``_low`` and ``_high`` Clopper-Pearson bounds; and
+        ``epsilon``, the lower bound of :func:`epsilon_lower_bound`.
+    scores : dict of str to numpy.ndarray
+        Each attack's scores, ``(R, n)``.
+    member : numpy.ndarray
+        Who was in each audited shadow cohort, ``(R, n)``.
+    """
+
+    level: str
+    replicates: int
+    excluded: dict
+    summary: pd.DataFrame
+    scores: dict
+    member: np.ndarray
+
+
+def trusted_replicates(arrays: dict, *, pk_width: int) -> tuple[np.ndarray, dict[str, int]]:
+    """Which shadow releases to audit, and how many were left out for which reason.
+
+    Parameters
+    ----------
+    arrays : dict
+        The arrays of :func:`~synpmx_lite.attacks.shadow_releases.shadow_releases`.
+    pk_width : int
+        Leading columns of the released vector that are PK estimates (:func:`pk_width`); the
+        degenerate-fit check reads these.
+
+    Returns
+    -------
+    keep : numpy.ndarray
+        Boolean, one per replicate.
+    excluded : dict
+        ``{"flagged": ..., "degenerate": ...}``.
+    """
+    flagged = ~arrays["converged"] | arrays["diagnosed"] | arrays["untrusted"]
+    estimates = arrays["release unrounded"][:, :pk_width]
+    centre = np.median(estimates[~flagged], axis=0)
+    spread = 1.4826 * np.median(np.abs(estimates[~flagged] - centre), axis=0)
+    far = np.abs(estimates - centre) > DEGENERATE_MADS * np.maximum(spread, 1e-12)
+    degenerate = far.any(axis=1) & ~flagged
+    keep = ~flagged & ~degenerate
+    return keep, {"flagged": int(flagged.sum()), "degenerate": int(degenerate.sum())}
+
+
+def pk_width(name: str) -> int:
+    """Columns of a study's released vector that are PK estimates: a log typical value and a
+    log variance per parameter (the rest are shares)."""
+    return 2 * len(load_dataset(name)[1].model.parameters)
+
+
+def audit_shadows(
+    arrays: dict, level: str, *, pk_width: int, null_control: bool = False, seed: int = 0
+) -> Audit:
+    """The three attacks on one study's shadow releases at one rounding.
+
+    Parameters
+    ----------
+    arrays : dict
+        The arrays of :func:`~synpmx_lite.attacks.shadow_releases.shadow_releases`.
+    level : str
+        ``"unrounded"``, ``"2 figures"`` or ``"1 figure"``.
+    pk_width : int
+        As for :func:`trusted_replicates`.
+    null_control : bool, default False
+        Shuffle the releases between shadow cohorts first (keyword-only): membership then says
+        nothing about a release, and every AUC should be a half.
+    seed : int, default 0
+        Seed of the shuffle and of the threshold split (keyword-only).
+
+    Returns
+    -------
+    Audit
+    """
+    if f"release {level}" not in arrays:
+        raise ValueError(f"level: no release {level!r} in these shadow releases")
+    rng = np.random.default_rng(check_count(seed, "seed", minimum=0))
+    keep, excluded = trusted_replicates(arrays, pk_width=pk_width)
+    member = arrays["member"][keep]
+    release, own = arrays[f"release {level}"][keep], arrays[f"own {level}"][keep]
+    if null_control:
+        order = rng.permutation(len(member))
+        release, own = release[order], own[order]
+    if len(member) < 2 * BLOCKS:
+        raise ValueError(f"arrays: {len(member)} trusted shadow releases, fewer than {2 * BLOCKS}")
+    scores = {
+        "LiRA online": lira_online(release, own, member),
+        "LiRA offline": lira_offline(own, member),
+        "linear": linear_score(own),
+    }
+    split = rng.random(len(member)) < 0.5
+    summary = pd.DataFrame(
+        [{"attack": name} | summarise(s, member, split) for name, s in scores.items()]
+    )
+    return Audit(level, len(member), excluded, summary, scores, member)
+
+
+def _blocks(replicates: int) -> np.ndarray:
+    return np.arange(replicates) * BLOCKS // replicates
+
+
+def lira_online(release: np.ndarray, own: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """Per-patient Gaussian log likelihood ratios, pooled covariance, leave-one-block-out.
+
+    Parameters
+    ----------
+    release : numpy.ndarray
+        ``(R, d)`` released vectors.
+    own : numpy.ndarray
+        ``(R, n, k)`` each candidate's own scores.
+    member : numpy.ndarray
+        ``(R, n)`` membership.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(R, n)`` scores, higher for a likelier member.
+    """
+    replicates, n = member.shape
+    z = np.concatenate(
+        [np.broadcast_to(release[:, None], (replicates, n, release.shape[1])), own], -1
+    )
+    scores = np.empty((replicates, n))
+    block = _blocks(replicates)
+    for b in range(BLOCKS):
+        train, test = block != b, block == b
+        mean_in, mean_out = _class_means(z[train], member[train])
+        residual = z[train] - np.where(member[train][..., None], mean_in, mean_out)
+        covariance = np.cov(residual.reshape(-1, z.shape[-1]), rowvar=False)
+        covariance = (1 - _SHRINK) * covariance + _SHRINK * np.diag(np.diag(covariance))
+        covariance += 1e-12 * np.eye(len(covariance))
+        weights = np.linalg.solve(covariance, (mean_in - mean_out).T).T  # (n, D)
+        middle = (mean_in + mean_out) / 2
+        scores[test] = np.einsum("rnd,nd->rn", z[test] - middle, weights)
+    return scores
+
+
+def _class_means(z: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each patient's mean of ``z`` over the releases that held them and those that did not."""
+    weights_in = member / np.maximum(member.sum(axis=0), 1)
+    weights_out = ~member / np.maximum((~member).sum(axis=0), 1)
+    return np.einsum("rn,rnd->nd", weights_in, z), np.einsum("rn,rnd->nd", weights_out, z)
+
+
+def lira_offline(own: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """Own scores against each patient's non-member mean, over the pooled non-member SD, summed
+    (one-sided), leave-one-block-out; shapes as for :func:`lira_online`."""
+    replicates = member.shape[0]
+    scores = np.empty(member.shape)
+    block = _blocks(replicates)
+    for b in range(BLOCKS):
+        train, test = block != b, block == b
+        _, mean_out = _class_means(own[train], member[train])
+        out = ~member[train]
+        spread = (own[train] - mean_out)[out].std(axis=0)
+        standardised = (own[test] - mean_out) / np.where(spread > 0, spread, np.inf)
+        scores[test] = standardised.sum(axis=-1)
+    return scores
+
+
+def linear_score(own: np.ndarray) -> np.ndarray:
+    """The baseline: each own score standardised robustly within its release, summed."""
+    centre = np.median(own, axis=1, keepdims=True)
+    spread = 1.4826 * np.median(np.abs(own - centre), axis=1, keepdims=True)
+    return ((own - centre) / np.where(spread > 0, spread, np.inf)).sum(axis=-1)
+
+
+def rate_at(members: np.ndarray, others: np.ndarray, rate: float) -> tuple[int, int, int, int]:
+    """Counts at the threshold that flags at most ``rate`` of ``others``: members flagged,
+    members, non-members flagged, non-members."""
+    allowed = int(np.floor(rate * len(others) + 1e-9))
+    threshold = np.sort(others)[::-1][min(allowed, len(others) - 1)]
+    return (
+        int((members > threshold).sum()),
+        len(members),
+        int((others > threshold).sum()),
+        len(others),
+    )
+
+
+def _clopper_pearson(k: int, total: int) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) two-sided interval of a binomial proportion, from beta quantiles
+    (as ``scipy.stats.binomtest(...).proportion_ci(method="exact")``, without its root search)."""
+    tail = (1 - _CONFIDENCE) / 2
+    low = stats.beta.ppf(tail, k, total - k + 1) if k > 0 else 0.0
+    high = stats.beta.ppf(1 - tail, k + 1, total - k) if k < total else 1.0
+    return float(low), float(high)
+
+
+def epsilon_lower_bound(tp: int, members: int, fp: int, non_members: int) -> float:
+    r"""The smallest epsilon of any (epsilon, 0)-DP mechanism with these attack rates.
+
+    An (epsilon, 0)-DP mechanism bounds any test's rates by
+    :math:`\mathrm{TPR} \le e^\varepsilon \mathrm{FPR}` and
+    :math:`1 - \mathrm{FPR} \le e^\varepsilon (1 - \mathrm{TPR})` (Jagielski et al. 2020;
+    Nasr et al. 2021). With Clopper-Pearson bounds (95 %) on both rates, the larger of
+    :math:`\log(\underline{\mathrm{TPR}}/\overline{\mathrm{FPR}})` and
+    :math:`\log((1-\overline{\mathrm{FPR}})/(1-\underline{\mathrm{TPR}}))`, and 0.
+
+    Parameters
+    ----------
+    tp, members, fp, non_members : int
+        Members flagged, members, non-members flagged, non-members.
+
+    Returns
+    -------
+    float
+    """
+    tpr_low, _ = _clopper_pearson(tp, members)
+    _, fpr_high = _clopper_pearson(fp, non_members)
+    bounds = [0.0, np.log((1 - fpr_high) / (1 - tpr_low))]
+    if tpr_low > 0:
+        bounds.append(np.log(tpr_low / fpr_high))
+    return float(max(bounds))
+
+
+def summarise(scores: np.ndarray, member: np.ndarray, split: np.ndarray) -> dict[str, float]:
+    """AUC with its replicate-clustered SE, rates with Clopper-Pearson bounds, and the epsilon
+    lower bound with the threshold chosen on the replicates of ``split`` and its rates counted
+    on the others (so the choice does not inflate the bound)."""
+    replicates = len(member)
+    members = scores[member].reshape(replicates, -1)
+    others = scores[~member].reshape(replicates, -1)
+    auc, terms = _replicate_terms(members, others)
+    row = {"auc": auc, "auc_se": _mean_standard_error(terms, False)}
+    for rate in AUDIT_RATES:
+        column = f"tpr_{100 * rate:g}"
+        tp, total, _, _ = rate_at(members.ravel(), others.ravel(), rate)
+        row[column] = tp / total
+        row[f"{column}_low"], row[f"{column}_high"] = _clopper_pearson(tp, total)
+    row["epsilon"] = _split_epsilon(members, others, split)
+    return row
+
+
+def _split_epsilon(members: np.ndarray, others: np.ndarray, split: np.ndarray) -> float:
+    """Epsilon lower bound at the threshold that gives the largest bound on ``split``."""
+    # Thresholds that flag at least ten selection non-members: fewer make the choice chase noise.
+    rates = np.geomspace(min(10 / others[split].size, 0.5), 0.5, 30)
+    chosen = max(
+        rates,
+        key=lambda r: epsilon_lower_bound(
+            *rate_at(members[split].ravel(), others[split].ravel(), r)
+        ),
+    )
+    allowed = int(np.floor(chosen * others[split].size + 1e-9))
+    threshold = np.sort(others[split].ravel())[::-1][min(allowed, others[split].size - 1)]
+    held_members, held_others = members[~split].ravel(), others[~split].ravel()
+    return epsilon_lower_bound(
+        int((held_members > threshold).sum()),
+        held_members.size,
+        int((held_others > threshold).sum()),
+        held_others.size,
+    )
+
+
+def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, float]:
+    """The AUC of ``after`` less that of ``before`` on the same shadow cohorts, and its SE
+    (from the difference of each replicate's first-order terms, so the pairing cancels the
+    cohorts' shared luck).
+
+    Parameters
+    ----------
+    before, after : Audit
+        Two audits of the same shadow releases at different roundings.
+    attack : str
+        One of :data:`AUDIT_ATTACKS`.
+
+    Returns
+    -------
+    change, se : float
+    """
+    if not np.array_equal(before.member, after.member):
+        raise ValueError("before, after: audits of different shadow cohorts cannot be paired")
+    terms = []
+    for audit in (before, after):
+        scores, member = audit.scores[attack], audit.member
+        replicates = len(member)
+        terms.append(
+            _replicate_terms(
+                scores[member].reshape(replicates, -1), scores[~member].reshape(replicates, -1)
+            )
+        )
+    change = terms[1][0] - terms[0][0]
+    return change, _mean_standard_error(terms[1][1] - terms[0][1], False)
+
+
+def exposed_rates(
+    audit: Audit, influence: np.ndarray, attack: str, *, share: float = 0.1
+) -> pd.DataFrame:
+    """True-positive rates on the most influential patients beside everyone's.
+
+    The threshold is the one that flags each rate of :data:`AUDIT_RATES` of all non-members;
+    the rates are then counted on the members among the ``share`` of patients with the largest
+    P5 influence (at least one patient), and on every member.
+
+    Parameters
+    ----------
+    audit : Audit
+        The audit.
+    influence : numpy.ndarray
+        Each patient's P5 influence (the shadow releases' ``influence``).
+    attack : str
+        One of :data:`AUDIT_ATTACKS`.
+    share : float, default 0.1
+        The exposed share of patients (keyword-only).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A row per rate and group (``"most influential"``, ``"everyone"``): ``tpr``, ``low``,
+        ``high`` (Clopper-Pearson) and ``members`` scored.
+    """
+    scores, member = audit.scores[attack], audit.member
+    count = max(int(np.ceil(share * member.shape[1])), 1)
+    exposed = np.zeros(member.shape[1], dtype=bool)
+    exposed[np.argsort(-influence, kind="stable")[:count]] = True
+    others = scores[~member]
+    rows = []
+    for rate in AUDIT_RATES:
+        for group, chosen in (("most influential", member & exposed), ("everyone", member)):
+            tp, total, _, _ = rate_at(scores[chosen], others, rate)
+            low, high = _clopper_pearson(tp, total)
+            rows.append({"rate": rate, "group": group, "tpr": tp / total, "low": low,
+                         "high": high, "members": total})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) -> pd.DataFrame:
+    """Each attack's AUC over disjoint groups of the shadow releases, as independent reruns.
+
+    Parameters
+    ----------
+    arrays : dict
+        The shadow releases' arrays.
+    level : str
+        The release audited.
+    pk_width : int
+        As for :func:`trusted_replicates`.
+    groups : int, default 5
+        Reruns, each of an equal share of the trusted replicates (at least ``2 * BLOCKS``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per attack: ``mean`` AUC over the reruns, ``spread`` (their SD), ``se`` (the reruns'
+        mean SE) and ``ratio`` (spread over SE, near 1 when the SEs are right).
+    """
+    groups = check_count(groups, "groups", minimum=2)
+    keep, _ = trusted_replicates(arrays, pk_width=pk_width)
+    # Groups of the trusted replicates, so that every rerun keeps as many.
+    which = np.full(len(keep), -1)
+    which[keep] = np.arange(keep.sum()) % groups
+    per_patient = {"influence"}  # the only array not indexed by replicate first
+    summaries = pd.concat(
+        audit_shadows(
+            {k: (v if k in per_patient else v[which == g]) for k, v in arrays.items()},
+            level,
+            pk_width=pk_width,
+        ).summary.assign(rerun=g)
+        for g in range(groups)
+    )
+    table = summaries.groupby("attack", sort=False).agg(
+        mean=("auc", "mean"), spread=("auc", "std"), se=("auc_se", "mean")
+    )
+    return table.assign(ratio=table["spread"] / table["se"])

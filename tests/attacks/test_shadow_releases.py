@@ -1,0 +1,53 @@
+"""The stored shadow releases: current for the sources that made them, and reproduced by a
+recomputation of their first replicates."""
+
+import numpy as np
+import pytest
+
+from synpmx_lite.attacks.audit import audit_shadows, pk_width
+from synpmx_lite.attacks.shadow_releases import (
+    SHADOW_REPLICATES,
+    _shadow_arrays,
+    shadow_digest,
+    shadow_settings,
+)
+from synpmx_lite.stored import _package_root, read_stored
+
+RECOMPUTED = 3
+
+
+def shipped(name):
+    return read_stored(_package_root() / "data" / f"shadow_{name}.npz")
+
+
+@pytest.mark.parametrize("name", list(SHADOW_REPLICATES))
+def test_shipped_shadow_releases_are_current(name):
+    # Fails after a change to the engine, the generator or the scores: rerun
+    # `python -m synpmx_lite.attacks.shadow_releases` and commit the files it writes.
+    stored = shipped(name)
+    settings = shadow_settings(name, replicates=SHADOW_REPLICATES[name])
+    assert stored.matches(settings, shadow_digest(name))
+
+
+def test_stored_shadow_releases_match_a_recomputation():
+    stored = shipped("warfarin")
+    settings = dict(stored.settings, replicates=RECOMPUTED)
+    fresh = _shadow_arrays(settings, lambda done, total: None)
+    assert fresh.keys() == stored.arrays.keys()
+    for key, values in fresh.items():
+        expected = stored.arrays[key]
+        expected = expected if key == "influence" else expected[:RECOMPUTED]
+        np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-12, err_msg=key)
+
+
+def test_null_control_on_the_real_generator_is_a_coin_toss():
+    # Over shuffles the LiRA AUCs' z-scores spread about 1.4 times as widely as the SE says
+    # (block-shared calibration), so the tolerance is three SEs.
+    name = "warfarin"
+    arrays = shipped(name).arrays
+    summary = audit_shadows(
+        arrays, "1 figure", pk_width=pk_width(name), null_control=True, seed=20261202
+    ).summary
+    assert (np.abs(summary["auc"] - 0.5) < 3 * summary["auc_se"]).all()
+    real = audit_shadows(arrays, "1 figure", pk_width=pk_width(name), seed=20261202).summary
+    assert real["auc"].iloc[0] > 0.5 + 10 * real["auc_se"].iloc[0]
