@@ -1,4 +1,4 @@
-"""What the whole suite shares: Hypothesis's settings.
+"""What the whole suite shares: Hypothesis's settings, and the fits many tests read.
 
 **Hypothesis runs the same examples on every run.** Its examples are derived from each test
 function (``derandomize``), no example database is read or written (a failure found once
@@ -7,9 +7,17 @@ health check applies: both time the examples, and on a machine shared with other
 with tests running side by side under pytest-xdist) a timing is not a result.
 Each test's own ``@settings`` (its number of examples) still applies on top. Another profile
 can be chosen on the command line with ``--hypothesis-profile``.
+
+**Fits many tests read are made once per session** (once per xdist worker). A
+:class:`~synpmx_lite.generator.estimate.ModelFit` is a frozen dataclass: the tests read it,
+or copy it with :func:`dataclasses.replace`, and never edit it in place.
 """
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from synpmx_lite.generator.estimate import synpmx_model_estimate
+from synpmx_lite.pmx.study import load_dataset
 
 settings.register_profile(
     "deterministic",
@@ -20,3 +28,8 @@ settings.register_profile(
 )
 settings.load_profile("deterministic")
 
+
+@pytest.fixture(scope="session")
+def warfarin_fit():
+    """The builder's fit of the public warfarin study at its defaults (seed 1)."""
+    return synpmx_model_estimate(*load_dataset("warfarin"))
