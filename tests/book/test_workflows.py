@@ -2,7 +2,10 @@
 
 Each build test writes a scratch book (a one-cell chapter importing a scratch package) under
 the repository's ``_config.yml`` and ``book/_ext`` extension, and runs the README's build
-command on it, so the configuration is what is under test, not the chapters.
+command on it, so the configuration is what is under test, not the chapters. The tests of a
+one-chapter book's edits share one such book, taken through their builds once
+(``one_chapter_book``); a test whose book differs (more chapters, a failing one, Ctrl-C)
+builds its own.
 """
 
 import ast
@@ -57,25 +60,31 @@ def write_chapter(
     return path
 
 
-@pytest.fixture
-def book(tmp_path: Path) -> Path:
-    """A scratch book: the project's configuration, one chapter, one package ``scratchpkg``."""
+def make_book(path: Path) -> Path:
+    """A scratch book at ``path``: the project's configuration, one chapter, one package
+    ``scratchpkg``."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["sphinx"]["local_extensions"] = {"book_execution": str(ROOT / "book" / "_ext")}
     config["sphinx"]["config"]["execution_depends_on"] = ["scratchpkg"]
     config["sphinx"]["config"]["execution_workers"] = 2
-    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
-    (tmp_path / "_toc.yml").write_text(
+    (path / "_config.yml").write_text(yaml.safe_dump(config))
+    (path / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/chapter\n"
     )
-    shutil.copytree(ROOT / "book" / "_static", tmp_path / "book" / "_static")
+    shutil.copytree(ROOT / "book" / "_static", path / "book" / "_static")
     for bibfile in config["bibtex_bibfiles"]:
-        (tmp_path / bibfile).write_text("")
-    (tmp_path / "book" / "intro.md").write_text("# Scratch book\n\nIts one chapter.\n")
-    (tmp_path / "scratchpkg").mkdir()
-    (tmp_path / "scratchpkg" / "__init__.py").write_text("VALUE = 1\n")
-    write_chapter(tmp_path, "import scratchpkg\nprint(f'value={scratchpkg.VALUE}')")
-    return tmp_path
+        (path / bibfile).write_text("")
+    (path / "book" / "intro.md").write_text("# Scratch book\n\nIts one chapter.\n")
+    (path / "scratchpkg").mkdir()
+    (path / "scratchpkg" / "__init__.py").write_text("VALUE = 1\n")
+    write_chapter(path, "import scratchpkg\nprint(f'value={scratchpkg.VALUE}')")
+    return path
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A scratch book of its own for the test (see make_book)."""
+    return make_book(tmp_path)
 
 
 def build(book: Path) -> subprocess.CompletedProcess:
@@ -97,61 +106,115 @@ def static_links(html: str) -> list[str]:
     return re.findall(r'_static/[^"]+', html)
 
 
-def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(book):
-    # The README's command, then an edit of the chapter, then the README's build command.
+def downloads(book: Path) -> list[bytes | None]:
+    """The chapter's executed notebook, as kept and as offered for download."""
+    folders = [book / "_build" / folder / "book" for folder in ("jupyter_execute", "html/_sources")]
+    paths = [folder / "chapter.ipynb" for folder in folders]
+    return [path.read_bytes() if path.exists() else None for path in paths]
+
+
+def built(book: Path) -> SimpleNamespace:
+    """The README's build command on ``book``, and what it left: its log, the chapter's page
+    and its executed notebooks (read now: the next build rewrites them)."""
+    result = build(book)
+    html = book / "_build" / "html" / "book" / "chapter.html"
+    return SimpleNamespace(
+        returncode=result.returncode,
+        log=result.stdout + result.stderr,
+        page=html.read_text() if html.exists() else "",
+        downloads=downloads(book),
+    )
+
+
+# The one-chapter book's chapter: it reads the package, and glues a value.
+GLUED = (
+    "import scratchpkg\nfrom myst_nb import glue\n"
+    "glue('value', scratchpkg.VALUE, display=False)\nprint(f'value={scratchpkg.VALUE}')"
+)
+ONE_CHAPTER_BOOK = pytest.mark.xdist_group("one_chapter_book")  # one worker builds it
+
+
+@pytest.fixture(scope="module")
+def one_chapter_book(tmp_path_factory) -> SimpleNamespace:
+    """One scratch book with one chapter taken through the README's workflows in turn, each
+    build's outcome kept for the tests below, which only read them (four builds, where each
+    test building its own book took six):
+
+    1. the README's command making a notebook of the chapter, then an edit of the chapter;
+    2. a cold build;
+    3. the same build again, nothing changed;
+    4. a build after the chapter is read again, its code unchanged (its time stamp moved);
+    5. a build after a one-line edit of the package alone.
+    """
+    book = make_book(tmp_path_factory.mktemp("one_chapter_book"))
     subprocess.run(
         [BIN / "jupytext", "--to", "notebook", book / "book" / "chapter.md"],
         check=True,
         capture_output=True,
     )
-    assert (book / "book" / "chapter.ipynb").exists()
-    write_chapter(book, "print('edited')")
-    result = build(book)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "edited" in page(book)
+    notebook_made = (book / "book" / "chapter.ipynb").exists()
+    chapter = write_chapter(book, GLUED, "print('edited')")
+    cold = built(book)
+    unchanged = built(book)
+    # Read again, its code unchanged: Sphinx reads again a page changed since it last read
+    # it, whatever the time the builds took.
+    later = time.time() + 10
+    os.utime(chapter, (later, later))
+    read_again = built(book)
+    (book / "scratchpkg" / "__init__.py").write_text("VALUE = 2\n")
+    edited = built(book)
+    return SimpleNamespace(
+        notebook_made=notebook_made,
+        cold=cold,
+        unchanged=unchanged,
+        read_again=read_again,
+        edited=edited,
+    )
+
+
+@ONE_CHAPTER_BOOK
+def test_a_notebook_made_from_a_chapter_is_neither_read_nor_committed(one_chapter_book):
+    # The README's command, then an edit of the chapter, then the README's build command.
+    assert one_chapter_book.notebook_made
+    cold = one_chapter_book.cold
+    assert cold.returncode == 0, cold.log
+    assert "edited" in cold.page
     # The launch buttons open the chapter, the file the repository holds.
-    assert "lab/tree/book/chapter.md" in page(book)
-    assert "tree/book/chapter.ipynb" not in page(book)
+    assert "lab/tree/book/chapter.md" in cold.page
+    assert "tree/book/chapter.ipynb" not in cold.page
     ignored = subprocess.run(
         ["git", "-C", ROOT, "check-ignore", "-q", "book/privacy_protections.ipynb"], check=False
     )
     assert ignored.returncode == 0, "generated notebooks must be ignored by git"
 
 
-def test_editing_the_package_re_executes_the_chapter(book):
-    first = build(book)
-    assert first.returncode == 0, first.stdout + first.stderr
-    cold_page = page(book)
-    assert "value=1" in cold_page
-    unchanged = build(book)
+@ONE_CHAPTER_BOOK
+def test_editing_the_package_re_executes_the_chapter(one_chapter_book):
+    cold, unchanged = one_chapter_book.cold, one_chapter_book.unchanged
+    assert cold.returncode == 0, cold.log
+    assert "value=1" in cold.page
     assert unchanged.returncode == 0
-    assert "Executing notebook" not in unchanged.stdout + unchanged.stderr
-    # A one-line edit of the package alone, the chapter untouched.
-    (book / "scratchpkg" / "__init__.py").write_text("VALUE = 2\n")
-    edited = build(book)
-    assert edited.returncode == 0, edited.stdout + edited.stderr
-    assert "Executing notebook" in edited.stdout + edited.stderr
-    assert "value=2" in page(book)
+    assert "Executing notebook" not in unchanged.log
+    # A one-line edit of the package alone, the chapter untouched (since the cold build it
+    # was only read again from the cache, its code unchanged).
+    edited = one_chapter_book.edited
+    assert edited.returncode == 0, edited.log
+    assert "Executing notebook" in edited.log
+    assert "value=2" in edited.page
     # The rewritten page links the same static files, with the same checksums, as the first.
-    assert static_links(page(book)) == static_links(cold_page)
+    assert static_links(edited.page) == static_links(cold.page)
 
 
-def test_a_chapter_read_from_the_cache_is_downloaded_as_when_it_executed(book):
+@ONE_CHAPTER_BOOK
+def test_a_chapter_read_from_the_cache_is_downloaded_as_when_it_executed(one_chapter_book):
     # Found in review: after a rebuild that read a chapter again from the cache (a prose edit,
     # a configuration change), the executed notebook offered for download had no outputs.
-    write_chapter(
-        book, "from myst_nb import glue\nglue('value', 1, display=False)\nprint('value=1')"
-    )
-    assert build(book).returncode == 0
-    folders = [book / "_build" / folder / "book" for folder in ("jupyter_execute", "html/_sources")]
-    executed = [(folder / "chapter.ipynb").read_bytes() for folder in folders]
-    chapter = book / "book" / "chapter.md"
-    later = chapter.stat().st_mtime + 10
-    os.utime(chapter, (later, later))  # read again, its code unchanged
-    again = build(book)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "Using cached notebook" in again.stdout + again.stderr
-    assert [(folder / "chapter.ipynb").read_bytes() for folder in folders] == executed
+    cold, again = one_chapter_book.cold, one_chapter_book.read_again
+    assert cold.returncode == 0, cold.log
+    executed = cold.downloads
+    assert again.returncode == 0, again.log
+    assert "Using cached notebook" in again.log
+    assert again.downloads == executed
     assert nbformat.reads(executed[0], 4).cells[1].outputs[0].text == "value=1\n"
 
 
