@@ -60,9 +60,21 @@ def write_chapter(
     return path
 
 
+# Every build imports jsonschema (Jupyter Book checks its configuration with it), which imports
+# rfc3987_syntax if installed (jsonschema[format-nongpl], needed by jupyter-events, JupyterLab's)
+# and so compiles 38 Lark parsers for the "iri" string formats: 1.3 s of CPU, a third of a
+# scratch book's build (jsonschema issue 1428). No schema of the build has such a format, or is
+# checked with formats at all, so the builds here find a module of that name that fails to
+# import, and jsonschema goes without those two format checks, as without rfc3987_syntax.
+NO_RFC3987_SYNTAX = '"""Left out of the test builds (tests/book/test_workflows.py)."""\n' + (
+    'raise ImportError("rfc3987_syntax is left out of the test builds")\n'
+)
+
+
 def make_book(path: Path) -> Path:
     """A scratch book at ``path``: the project's configuration, one chapter, one package
-    ``scratchpkg``."""
+    ``scratchpkg``, and beside it the stand-in for ``rfc3987_syntax`` (on the builds'
+    PYTHONPATH, the book's folder)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["sphinx"]["local_extensions"] = {"book_execution": str(ROOT / "book" / "_ext")}
     config["sphinx"]["config"]["execution_depends_on"] = ["scratchpkg"]
@@ -77,6 +89,7 @@ def make_book(path: Path) -> Path:
     (path / "book" / "intro.md").write_text("# Scratch book\n\nIts one chapter.\n")
     (path / "scratchpkg").mkdir()
     (path / "scratchpkg" / "__init__.py").write_text("VALUE = 1\n")
+    (path / "rfc3987_syntax.py").write_text(NO_RFC3987_SYNTAX)
     write_chapter(path, "import scratchpkg\nprint(f'value={scratchpkg.VALUE}')")
     return path
 
@@ -151,6 +164,7 @@ def one_chapter_book(tmp_path_factory) -> SimpleNamespace:
         [BIN / "jupytext", "--to", "notebook", book / "book" / "chapter.md"],
         check=True,
         capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(book)},  # jupytext imports jsonschema too
     )
     notebook_made = (book / "book" / "chapter.ipynb").exists()
     chapter = write_chapter(book, GLUED, "print('edited')")
