@@ -1,6 +1,5 @@
 """Membership inference against the real generator: the attack, its SEs, its inputs."""
 
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,6 @@ from synpmx_lite import (
     prepare_study,
     round_significant,
     simplified_prediction,
-    synpmx_model_estimate,
     true_positive_rate_at,
 )
 from synpmx_lite.attacks.membership import ATTENDANCE_RANGE
@@ -158,13 +156,10 @@ def test_true_positive_rates_agree_with_the_roc_curve():
 # --- The candidate's record --------------------------------------------------------------------
 
 
-def test_the_facts_reproduce_the_whole_studys_released_shares():
-    data, roles = load_dataset("warfarin")
-    study = prepare_study(data, roles)
+def test_the_facts_reproduce_the_whole_studys_released_shares(warfarin_fit):
+    study = prepare_study(*load_dataset("warfarin"))
     facts = _patient_facts(study, min_patients=3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fingerprint = model_fingerprint(synpmx_model_estimate(data, roles))
+    fingerprint = model_fingerprint(warfarin_fit)
     shares = facts.mean(axis=0)
     for endpoint, released in fingerprint.endpoints.items():
         assert round_significant(shares["attendance", endpoint], 2) == released["attendance"]

@@ -1,6 +1,13 @@
-"""The book's Sphinx extensions (book/_ext) are importable by the tests of this folder."""
+"""The scratch book each build test writes, of its own."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+import pytest
+
+from tests.book.scratch import make_book
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A scratch book of the test's own (see tests.book.scratch.make_book)."""
+    return make_book(tmp_path)

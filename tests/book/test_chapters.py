@@ -7,7 +7,7 @@ import jupytext
 import pytest
 from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
 
-from .test_workflows import ROOT
+from tests.book.scratch import ROOT
 
 CHAPTERS = sorted(
     path for path in (ROOT / "book").glob("*.md") if path.read_text().startswith("---\njupytext:")

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 import yaml
 
-from .test_workflows import ROOT, build, write_chapter
+from tests.book.scratch import ROOT, build, write_chapter
 
 ALT = "A straight line rising from the lower left to the upper right."
 FIGURE_CELL = f"""---

@@ -316,10 +316,10 @@ def _untrusted(fit, *, pk=False, pd=None):
     return fit
 
 
-def test_p5_does_not_pass_readings_from_a_fit_that_is_not_to_be_trusted():
+def test_p5_does_not_pass_readings_from_a_fit_that_is_not_to_be_trusted(warfarin_fit):
     # An SD at its floor shrinks every patient's pull to nothing: a pass read from such a fit
     # would certify what it cannot see.
-    trusted = synpmx_model_estimate(*load_dataset("warfarin"))
+    trusted = warfarin_fit
     checks = model_privacy_checks(trusted).set_index("check")
     assert checks.loc["P5", "verdict"] == "pass"
     assert "not to be trusted" not in checks.loc["P5", "result"]
@@ -353,10 +353,10 @@ def test_a_public_study_whose_fit_fails_its_diagnostics_does_not_pass_p5():
     assert model_privacy_checks(fit).set_index("check").loc["P5", "verdict"] == "review"
 
 
-def test_a_fit_edited_to_look_converged_is_not_trusted():
+def test_a_fit_edited_to_look_converged_is_not_trusted(warfarin_fit):
     # The flag and the diagnostics disagree: the diagnostics win, and a flag without them is
     # still a flag.
-    trusted = synpmx_model_estimate(*load_dataset("warfarin"))
+    trusted = warfarin_fit
     for pk, named in (
         (dataclasses.replace(trusted.pk, diagnostics=("SD of ka at its floor",)), "PK (SD of ka"),
         (dataclasses.replace(trusted.pk, converged=False), "PK (not converged)"),

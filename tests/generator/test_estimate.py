@@ -159,12 +159,6 @@ def warfarin():
 
 
 @pytest.fixture(scope="module")
-def warfarin_fit(warfarin):
-    data, roles, _ = warfarin
-    return synpmx_model_estimate(data, roles, seed=1)
-
-
-@pytest.fixture(scope="module")
 def cases():
     return constructed_warfarin_cases()
 

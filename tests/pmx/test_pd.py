@@ -144,11 +144,6 @@ def cases():
     return constructed_warfarin_cases()
 
 
-@pytest.fixture(scope="module")
-def warfarin_fit():
-    return synpmx_model_estimate(*load_dataset("warfarin"))
-
-
 def test_warfarin_pca_model_and_its_release(warfarin_fit):
     model = warfarin_fit.pd["pca"]
     assert model.converged and model.shape == "transient"

@@ -1,0 +1,171 @@
+"""Chapters executed side by side: a build of three chapters, notebook settings myst-nb
+refuses, and the parts of the extension that run them (its workers, its share of the CPUs)."""
+
+import asyncio
+import os
+import re
+import threading
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from jupyter_cache import get_cache
+from sphinx.errors import ConfigError
+
+from tests.book.scratch import (
+    CHAPTER_NAMES,
+    book_execution,
+    build,
+    page,
+    use_chapters,
+    write_chapter,
+)
+
+
+def test_chapters_execute_side_by_side_and_a_failing_one_is_still_reported(book):
+    # Each records when it ran; the first holds a numbered table the second cites twice.
+    timed = "import time\nstart = time.time()\ntime.sleep(3)\nprint(f'ran {start} {time.time()}')"
+    table = ":::{table} A scratch table\n:name: tab-scratch\n\n| a |\n| - |\n| 1 |\n:::\n"
+    write_chapter(book, timed, text=table)
+    write_chapter(book, timed, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
+    write_chapter(book, "raise ZeroDivisionError('deliberately broken')", name="third")
+    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
+    (book / "_toc.yml").write_text(toc + "".join(f"  - file: book/{n}\n" for n in CHAPTER_NAMES))
+    result = build(book)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "[book_execution] executing 3 chapters, 2 at a time" in log
+    # The page that executes nothing was read while the chapters ran.
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+    read_intro = re.search(r"reading sources\.\.\. \[ *\d+%\] book/intro", plain)
+    assert read_intro.start() < plain.index("[book_execution] executed chapter.md")
+    spans = [
+        [float(t) for t in re.search(r"ran ([\d.]+) ([\d.]+)", page(book, name)).groups()]
+        for name in ("chapter", "second")
+    ]
+    assert max(start for start, _ in spans) < min(end for _, end in spans), spans
+    # myst-nb read the two from the cache; the failing one it ran again, to report it.
+    assert log.count("Using cached notebook") == 2
+    report = book / "_build" / "html" / "reports" / "book" / "third.err.log"
+    assert "ZeroDivisionError: deliberately broken" in re.sub(
+        r"\x1b\[[0-9;]*m", "", report.read_text()
+    )
+    assert page(book, "second").count("Table 1") == 2
+    # The cache's records are those myst-nb writes when it executes a chapter itself.
+    records = get_cache(book / "_build" / ".jupyter_cache").list_project_records()
+    tracebacks = {Path(record.uri).name: record.traceback for record in records}
+    assert sorted(tracebacks) == ["chapter.md", "second.md", "third.md"]
+    assert tracebacks["chapter.md"] is None and tracebacks["second.md"] is None
+    assert "deliberately broken" in tracebacks["third.md"]
+
+
+def test_notebook_settings_myst_nb_refuses_are_left_to_it(book):
+    # Found in review: notebook metadata myst-nb cannot apply (it warns, and executes under
+    # the book's settings) stopped the side-by-side execution with a TypeError.
+    use_chapters(book, chapter="print('one')", second="print('two')")
+    chapter = book / "book" / "chapter.md"
+    unknown = "mystnb:\n  no_such_setting: 1\nkernelspec:"
+    chapter.write_text(chapter.read_text().replace("kernelspec:", unknown))
+    result = build(book)
+    log = result.stdout + result.stderr
+    assert "Failed to update configuration with notebook metadata" in log
+    assert "execute_side_by_side" not in log
+    assert "executed chapter.md" in log and "one" in page(book)
+
+
+def test_the_cpus_are_counted_where_the_system_has_no_affinity_call(monkeypatch):
+    # Found in review: os.sched_getaffinity exists on Linux only; the build failed on a Mac.
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert book_execution._available_cpus() == 6
+
+
+@pytest.mark.parametrize("workers", [-1, True, "2", 1.5])
+def test_execution_workers_must_be_zero_or_a_positive_whole_number(workers):
+    config = SimpleNamespace(execution_workers=workers)
+    with pytest.raises(ConfigError, match="execution_workers must be 0"):
+        book_execution.check_execution_workers(None, config)
+
+
+def test_kernels_side_by_side_get_a_share_of_the_cpus_only_while_they_run(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")  # the builder's own choice stays
+    with book_execution._threads_per_kernel(2):
+        assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "2"
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+    assert "OMP_NUM_THREADS" not in os.environ and "MKL_NUM_THREADS" not in os.environ
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def fake_chapters(*names: str) -> dict:
+    return {name: book_execution._Chapter(Path(f"{name}.md"), None, None, None) for name in names}
+
+
+@pytest.fixture
+def no_thread_limits(monkeypatch):
+    """Chapters side by side without the BLAS thread variables (this process's own)."""
+    monkeypatch.setattr(book_execution, "_threads_per_kernel", lambda threads: nullcontext())
+
+
+def returns_within(seconds: float, function, *args, **kwargs) -> bool:
+    """Whether ``function(*args, **kwargs)`` returns within ``seconds`` (a build that hangs)."""
+    waiter = threading.Thread(target=function, args=args, kwargs=kwargs, daemon=True)
+    waiter.start()
+    waiter.join(seconds)
+    return not waiter.is_alive()
+
+
+def test_a_chapter_collected_before_it_starts_is_still_executed(monkeypatch, no_thread_limits):
+    # Found in review: a chapter Sphinx came to while it still waited for a free worker was
+    # taken out of the table the workers read, the worker died looking it up, and the build
+    # waited for it for ever. Sphinx reads the chapters in any order another extension sets.
+    monkeypatch.setattr(book_execution, "_execute", lambda chapter, _: time.sleep(0.3) or "ran")
+    cached = []
+    monkeypatch.setattr(book_execution, "_cache_result", lambda c, r: cached.append((c.path, r)))
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    running = book_execution._SideBySide(fake_chapters("first", "second"), workers=1)
+    assert returns_within(10, running.collect, "second"), "the build waits for ever"
+    assert returns_within(10, running.collect, "first")
+    assert sorted(cached) == [(Path("first.md"), "ran"), (Path("second.md"), "ran")]
+    assert not failures
+
+
+def test_stopping_while_workers_take_chapters_leaves_no_worker_failing(
+    monkeypatch, no_thread_limits
+):
+    # Found in review: the chapters not started were cancelled and taken out of the table the
+    # workers read; a worker taking one next died looking it up, and a failed build waited for
+    # them for ever.
+    monkeypatch.setattr(book_execution, "_execute", lambda chapter, _: time.sleep(0.1) or "ran")
+    monkeypatch.setattr(book_execution, "_cache_result", lambda c, r: None)
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    running = book_execution._SideBySide(fake_chapters(*"abcdefgh"), workers=2)
+    time.sleep(0.05)
+    assert returns_within(10, running.stop, finish_running=True), "the build waits for ever"
+    time.sleep(0.5)  # the workers take the cancelled chapters off the queue
+    assert not failures, [failure.exc_value for failure in failures]
+
+
+def test_a_chapter_whose_execution_raises_anything_is_left_to_myst_nb(
+    monkeypatch, no_thread_limits
+):
+    # An execution stopped by an exception that is not an Exception (a cancelled event
+    # loop) left its chapter unfinished, and the build waited for it for ever.
+    def cancelled(*args, **kwargs):
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(book_execution, "single_nb_execution", cancelled)
+    config = SimpleNamespace(
+        execution_in_temp=False, execution_allow_errors=False, execution_timeout=1
+    )
+    chapter = book_execution._Chapter(Path("chapter.md"), None, config, None)
+    results = []
+    monkeypatch.setattr(book_execution, "_cache_result", lambda c, result: results.append(result))
+    running = book_execution._SideBySide({"chapter": chapter}, workers=1)
+    assert returns_within(10, running.collect, "chapter"), "the build waits for ever"
+    assert [type(result) for result in results] == [asyncio.CancelledError]

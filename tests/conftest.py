@@ -1,0 +1,35 @@
+"""What the whole suite shares: Hypothesis's settings, and the fits many tests read.
+
+**Hypothesis runs the same examples on every run.** Its examples are derived from each test
+function (``derandomize``), no example database is read or written (a failure found once
+would otherwise be replayed on this machine only), and neither a deadline nor the too-slow
+health check applies: both time the examples, and on a machine shared with other work (or
+with tests running side by side under pytest-xdist) a timing is not a result.
+Each test's own ``@settings`` (its number of examples) still applies on top. Another profile
+can be chosen on the command line with ``--hypothesis-profile``.
+
+**Fits many tests read are made once per session** (once per xdist worker). A
+:class:`~synpmx_lite.generator.estimate.ModelFit` is a frozen dataclass: the tests read it,
+or copy it with :func:`dataclasses.replace`, and never edit it in place.
+"""
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from synpmx_lite.generator.estimate import synpmx_model_estimate
+from synpmx_lite.pmx.study import load_dataset
+
+settings.register_profile(
+    "deterministic",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("deterministic")
+
+
+@pytest.fixture(scope="session")
+def warfarin_fit():
+    """The builder's fit of the public warfarin study at its defaults (seed 1)."""
+    return synpmx_model_estimate(*load_dataset("warfarin"))
