@@ -106,9 +106,14 @@ def fingerprint_at(fit: ModelFit, figures: int | None) -> Fingerprint:
 
 
 def _synthetic_roles(roles: PmxRoles, fingerprint: Fingerprint) -> PmxRoles:
-    """The source's roles renamed to the columns a fingerprint's synthetic data carry."""
+    """The source's roles renamed to the columns a fingerprint's synthetic data carry (no
+    NONMEM dose items: every synthetic dose goes into the model's dosing compartment)."""
     return dataclasses.replace(
         roles,
+        addl=None,
+        ii=None,
+        ss=None,
+        cmt=None,
         id="id",
         time="time",
         dv="dv",
