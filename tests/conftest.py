@@ -10,8 +10,13 @@ can be chosen on the command line with ``--hypothesis-profile``.
 
 **Fits many tests read are made once per session** (once per xdist worker). A
 :class:`~synpmx_lite.generator.estimate.ModelFit` is a frozen dataclass: the tests read it,
-or copy it with :func:`dataclasses.replace`, and never edit it in place.
+or copy it with :func:`dataclasses.replace`, and never edit it in place. Its fields (arrays,
+data frames, dicts) can still be edited, so each test that reads it checks it is as made
+after the test: a test that edits it fails, rather than the tests run after it on that worker.
 """
+
+import hashlib
+import pickle
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -29,7 +34,20 @@ settings.register_profile(
 settings.load_profile("deterministic")
 
 
+def _digest(value) -> str:
+    return hashlib.sha256(pickle.dumps(value)).hexdigest()
+
+
 @pytest.fixture(scope="session")
-def warfarin_fit():
-    """The builder's fit of the public warfarin study at its defaults (seed 1)."""
-    return synpmx_model_estimate(*load_dataset("warfarin"))
+def _warfarin_fit():
+    fit = synpmx_model_estimate(*load_dataset("warfarin"))
+    return fit, _digest(fit)
+
+
+@pytest.fixture
+def warfarin_fit(_warfarin_fit):
+    """The builder's fit of the public warfarin study at its defaults (seed 1), made once per
+    session, and checked unedited after each test that reads it."""
+    fit, made = _warfarin_fit
+    yield fit
+    assert _digest(fit) == made, "the test edited the shared warfarin fit in place"

@@ -53,7 +53,7 @@ def write_chapter(
 # scratch book's build (jsonschema issue 1428). No schema of the build has such a format, or is
 # checked with formats at all, so the builds here find a module of that name that fails to
 # import, and jsonschema goes without those two format checks, as without rfc3987_syntax.
-NO_RFC3987_SYNTAX = '"""Left out of the test builds (tests/book/test_workflows.py)."""\n' + (
+NO_RFC3987_SYNTAX = '"""Left out of the test builds (tests/book/scratch.py)."""\n' + (
     'raise ImportError("rfc3987_syntax is left out of the test builds")\n'
 )
 
