@@ -62,6 +62,7 @@ __all__ = [
     "calibrated_threshold",
     "dp_mean_query",
     "exact_means",
+    "half_way_budget",
     "load_opendp_record",
     "load_pums",
     "random_predicates",
@@ -1012,6 +1013,37 @@ def _trial_blocks(
         order = rng.permuted(np.tile(np.arange(hashes.size), (size, 1)), axis=1)[:, :people]
         keys = _draw_keys(rng, (size,), predicates)
         yield _predicate_bits(hashes[order], keys, predicates).astype(float)
+
+
+def half_way_budget(rates: pd.Series) -> float:
+    """The budget at which a curve of rates first reaches one half, interpolated on log(epsilon).
+
+    Parameters
+    ----------
+    rates : pandas.Series
+        Rates indexed by budget ``epsilon`` in increasing order; an infinite budget (exact
+        answers) is ignored.
+
+    Returns
+    -------
+    float
+        The interpolated budget; NaN if the rates never reach one half on the grid, -inf if they
+        already do at its smallest budget.
+
+    Examples
+    --------
+    >>> half_way_budget(pd.Series([0.1, 0.3, 0.7], index=[1.0, 10.0, 100.0]))
+    31.62...
+    """
+    rates = rates[np.isfinite(rates.index)]
+    above = np.flatnonzero(rates.to_numpy() >= 0.5)
+    if not above.size:
+        return math.nan
+    if above[0] == 0:
+        return -math.inf
+    i = above[0]
+    (e0, e1), (r0, r1) = rates.index[i - 1 : i + 1], rates.iloc[i - 1 : i + 1]
+    return float(np.exp(np.log(e0) + (0.5 - r0) / (r1 - r0) * (np.log(e1) - np.log(e0))))
 
 
 def simulate_tracing(

@@ -18,6 +18,7 @@ from synpmx_lite.attacks.tracing import (
     calibrated_threshold,
     dp_mean_query,
     exact_means,
+    half_way_budget,
     load_opendp_record,
     load_pums,
     random_predicates,
@@ -533,3 +534,10 @@ def test_bad_input():
         dp_mean_query(5, 10, 1.0).release(np.zeros((4, 10)))
     with pytest.raises(TypeError, match="rng"):
         random_predicates(load_pums(), 10, rng="seed")
+
+
+def test_half_way_budget_interpolates_on_log_epsilon():
+    rates = pd.Series([0.1, 0.3, 0.7, 0.9, 1.0], index=[0.1, 1.0, 10.0, 100.0, math.inf])
+    assert half_way_budget(rates) == pytest.approx(10**0.5)
+    assert math.isnan(half_way_budget(rates * 0.4))
+    assert half_way_budget(rates + 0.45) == -math.inf
