@@ -210,6 +210,9 @@ class _Source:
         self.kept = ~pd.Index(study.ids).isin(list(left_out))
         counts = study.observations.groupby("endpoint")["patient"].nunique()
         self.shared_endpoints = {str(e) for e in counts.index[counts >= min_arm_patients]}
+        # Split once: every check reads the rows of an endpoint, many times over.
+        observations = study.observations
+        self._rows = dict(list(observations.groupby(observations["endpoint"].astype(str))))
 
     def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """Every patient's value of a numeric covariate, and the patient it belongs to."""
@@ -229,8 +232,8 @@ class _Source:
         return int(sum(identifier_key(v) == key for v in covariates[column]))
 
     def endpoint_rows(self, endpoint: str) -> pd.DataFrame:
-        observations = self.study.observations
-        return observations[observations["endpoint"].astype(str) == endpoint]
+        """The source's observations of ``endpoint`` (none for an endpoint it does not have)."""
+        return self._rows.get(endpoint, self.study.observations.iloc[:0])
 
     def lowest(self, endpoint: str) -> pd.Series:
         rows = self.endpoint_rows(endpoint)

@@ -1,6 +1,6 @@
-"""A failing chapter, or one whose kernel dies, fails the build, and leaves its report."""
+"""A chapter whose kernel dies fails the build, as myst-nb fails it, and the chapters beside it
+are cached. (A chapter that raises: tests/book/test_side_by_side.py.)"""
 
-import re
 from pathlib import Path
 
 from jupyter_cache import get_cache
@@ -8,28 +8,7 @@ from jupyter_cache import get_cache
 from tests.book.scratch import (
     build,
     use_chapters,
-    write_chapter,
 )
-
-
-def test_a_failing_chapter_fails_the_build_and_leaves_its_report(book):
-    write_chapter(book, "raise ZeroDivisionError('deliberately broken')")
-    result = build(book)
-    assert result.returncode != 0
-    report = book / "_build" / "html" / "reports" / "book" / "chapter.err.log"
-    traceback = re.sub(r"\x1b\[[0-9;]*m", "", report.read_text())  # IPython's colours
-    assert "ZeroDivisionError: deliberately broken" in traceback
-    assert str(report) in result.stdout + result.stderr
-    # Building again without mending it runs the chapter again, and fails again.
-    report.unlink()
-    again = build(book)
-    assert again.returncode != 0
-    assert report.exists()
-    # Mended, the chapter's report goes: what reports/ holds is this build's failures.
-    write_chapter(book, "print('mended')")
-    mended = build(book)
-    assert mended.returncode == 0, mended.stdout + mended.stderr
-    assert not report.exists()
 
 
 def test_a_kernel_that_dies_fails_the_build_as_myst_nb_does_and_the_rest_is_cached(book):

@@ -18,47 +18,93 @@ from tests.book.scratch import (
     CHAPTER_NAMES,
     book_execution,
     build,
+    make_book,
     page,
     use_chapters,
     write_chapter,
 )
 
+TIMED = "import time\nstart = time.time()\ntime.sleep(3)\nprint(f'ran {start} {time.time()}')"
+BROKEN = "raise ZeroDivisionError('deliberately broken')"
 
-def test_chapters_execute_side_by_side_and_a_failing_one_is_still_reported(book):
-    # Each records when it ran; the first holds a numbered table the second cites twice.
-    timed = "import time\nstart = time.time()\ntime.sleep(3)\nprint(f'ran {start} {time.time()}')"
+
+def _outcome(book: Path) -> SimpleNamespace:
+    """The README's build command on ``book``, and what it left (read now: the next build
+    rewrites it)."""
+    result = build(book)
+    report = book / "_build" / "html" / "reports" / "book" / "third.err.log"
+    return SimpleNamespace(
+        returncode=result.returncode,
+        log=result.stdout + result.stderr,
+        plain=re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr),  # colours
+        report=re.sub(r"\x1b\[[0-9;]*m", "", report.read_text()) if report.exists() else None,
+        report_path=report,
+        pages={name: page(book, name) for name in CHAPTER_NAMES},
+        records=get_cache(book / "_build" / ".jupyter_cache").list_project_records(),
+    )
+
+
+@pytest.fixture(scope="module")
+def three_chapters(tmp_path_factory) -> SimpleNamespace:
+    """One scratch book of three chapters taken through three builds, each build's outcome
+    kept for the tests below, which only read them:
+
+    1. cold: two chapters that each sleep three seconds (the first holds a numbered table the
+       second cites twice), and a third that fails;
+    2. again, its failing chapter unmended and its report deleted;
+    3. with the failing chapter mended.
+    """
+    book = make_book(tmp_path_factory.mktemp("three_chapters"))
     table = ":::{table} A scratch table\n:name: tab-scratch\n\n| a |\n| - |\n| 1 |\n:::\n"
-    write_chapter(book, timed, text=table)
-    write_chapter(book, timed, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
-    write_chapter(book, "raise ZeroDivisionError('deliberately broken')", name="third")
+    write_chapter(book, TIMED, text=table)
+    write_chapter(book, TIMED, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
+    write_chapter(book, BROKEN, name="third")
     toc = "format: jb-book\nroot: book/intro\nchapters:\n"
     (book / "_toc.yml").write_text(toc + "".join(f"  - file: book/{n}\n" for n in CHAPTER_NAMES))
-    result = build(book)
-    log = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "[book_execution] executing 3 chapters, 2 at a time" in log
+    cold = _outcome(book)
+    cold.report_path.unlink()
+    again = _outcome(book)
+    write_chapter(book, "print('mended')", name="third")
+    mended = _outcome(book)
+    return SimpleNamespace(cold=cold, again=again, mended=mended)
+
+
+def test_chapters_execute_side_by_side_and_a_failing_one_is_still_reported(three_chapters):
+    cold = three_chapters.cold
+    assert cold.returncode != 0
+    assert "[book_execution] executing 3 chapters, 2 at a time" in cold.log
     # The page that executes nothing was read while the chapters ran.
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
-    read_intro = re.search(r"reading sources\.\.\. \[ *\d+%\] book/intro", plain)
-    assert read_intro.start() < plain.index("[book_execution] executed chapter.md")
+    read_intro = re.search(r"reading sources\.\.\. \[ *\d+%\] book/intro", cold.plain)
+    assert read_intro.start() < cold.plain.index("[book_execution] executed chapter.md")
     spans = [
-        [float(t) for t in re.search(r"ran ([\d.]+) ([\d.]+)", page(book, name)).groups()]
+        [float(t) for t in re.search(r"ran ([\d.]+) ([\d.]+)", cold.pages[name]).groups()]
         for name in ("chapter", "second")
     ]
     assert max(start for start, _ in spans) < min(end for _, end in spans), spans
     # myst-nb read the two from the cache; the failing one it ran again, to report it.
-    assert log.count("Using cached notebook") == 2
-    report = book / "_build" / "html" / "reports" / "book" / "third.err.log"
-    assert "ZeroDivisionError: deliberately broken" in re.sub(
-        r"\x1b\[[0-9;]*m", "", report.read_text()
-    )
-    assert page(book, "second").count("Table 1") == 2
+    assert cold.log.count("Using cached notebook") == 2
+    assert "ZeroDivisionError: deliberately broken" in cold.report
+    assert str(cold.report_path) in cold.log
+    assert cold.pages["second"].count("Table 1") == 2
     # The cache's records are those myst-nb writes when it executes a chapter itself.
-    records = get_cache(book / "_build" / ".jupyter_cache").list_project_records()
-    tracebacks = {Path(record.uri).name: record.traceback for record in records}
+    tracebacks = {Path(record.uri).name: record.traceback for record in cold.records}
     assert sorted(tracebacks) == ["chapter.md", "second.md", "third.md"]
     assert tracebacks["chapter.md"] is None and tracebacks["second.md"] is None
     assert "deliberately broken" in tracebacks["third.md"]
+
+
+def test_a_failing_chapter_fails_every_build_until_mended_and_its_report_goes(three_chapters):
+    # Building again without mending it runs the chapter again, and fails again; the
+    # chapters that passed are not run again.
+    again = three_chapters.again
+    assert again.returncode != 0
+    assert "ZeroDivisionError: deliberately broken" in again.report
+    assert re.findall(r"(\w+)(?:\.md)?:\d*:? Executing notebook using", again.plain) == ["third"]
+    # Mended, the chapter's report goes: what reports/ holds is this build's failures.
+    mended = three_chapters.mended
+    assert mended.returncode == 0, mended.log
+    assert mended.report is None
+    assert "mended" in mended.pages["third"]
 
 
 def test_notebook_settings_myst_nb_refuses_are_left_to_it(book):

@@ -950,9 +950,10 @@ def _edited(value):
     return float(round_significant(value * 1.13, 2))
 
 
-@pytest.fixture(scope="module")
-def warfarin():
-    return synpmx_model_estimate(*load_dataset("warfarin"))
+@pytest.fixture
+def warfarin(warfarin_fit):
+    """The session's warfarin fit (tests/conftest.py)."""
+    return warfarin_fit
 
 
 def test_every_released_number_of_warfarin_is_recomputed_by_a_check(warfarin):

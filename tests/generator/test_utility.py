@@ -37,11 +37,10 @@ from ..simulated import SIMULATED_ROLES, known_fingerprint
 DATA = Path(__file__).parents[2] / "synpmx_lite" / "data"
 
 
-@pytest.fixture(scope="module")
-def warfarin():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        return synpmx_model_estimate(*load_dataset("warfarin"))
+@pytest.fixture
+def warfarin(warfarin_fit):
+    """The session's warfarin fit (tests/conftest.py)."""
+    return warfarin_fit
 
 
 def test_one_figure_is_the_ordinary_release(warfarin):
