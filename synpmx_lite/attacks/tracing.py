@@ -383,12 +383,6 @@ def calibrated_threshold(null_statistics: object, *, delta: float = 0.05) -> flo
 # --- The differentially private release ---------------------------------------------------------
 
 
-@cache
-def _mean_transformation(sample_size: int) -> dp.Transformation:
-    domain = dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=sample_size)
-    return dp.t.make_mean(domain, dp.symmetric_distance())
-
-
 def _laplace_measurement(scale: float, size: int) -> dp.Measurement:
     """OpenDP's Laplace mechanism on a vector of ``size`` floats, at ``scale``."""
     space = (
@@ -505,9 +499,16 @@ class DpMeanQuery:
 
 @cache
 def _dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQuery:
-    # One mean's stability (OpenDP rounds it up), times the number of means: the L1 sensitivity
-    # of the vector, rounded up again so that the product cannot fall below the exact value.
-    one_mean = _mean_transformation(sample_size).map(2)
+    """OpenDP's pipeline: one predicate's mean, its stability, and the certified Laplace scale."""
+    # One predicate's 0/1 answers are sample_size values in [0, 1]; the size is public, so a
+    # neighbouring sample replaces one person: symmetric distance 2.
+    mean = dp.t.make_mean(
+        dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=sample_size),
+        dp.symmetric_distance(),
+    )
+    one_mean = mean.map(2)  # OpenDP's stability map, rounded up
+    # Times the number of means: the L1 sensitivity of the vector, rounded up again so that
+    # the product cannot fall below the exact value.
     sensitivity = predicates * one_mean
     if Fraction(sensitivity) < predicates * Fraction(one_mean):
         sensitivity = math.nextafter(sensitivity, math.inf)
