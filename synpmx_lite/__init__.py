@@ -66,6 +66,7 @@ from .attacks.tracing import (
     simulate_tracing,
     single_reference_test,
 )
+from .attacks.walkthrough import WorkedExample, r_worked_example
 from .fisher.bounds import biased_cramer_rao, mean_release_fil
 from .fisher.inversion import AttributeInversion, attribute_inversion, inversion_sweep
 from .fisher.leakage import (
@@ -150,6 +151,7 @@ __all__ = [
     "StudyEvents",
     "TracingSimulation",
     "TracingTest",
+    "WorkedExample",
     "attendance_attack",
     "attendance_score",
     "attendance_scores",
@@ -201,6 +203,7 @@ __all__ = [
     "prepare_study",
     "privacy_checks_across_studies",
     "r_reference_tables",
+    "r_worked_example",
     "random_predicates",
     "reference_sample_test",
     "release_checks",

@@ -383,12 +383,6 @@ def calibrated_threshold(null_statistics: object, *, delta: float = 0.05) -> flo
 # --- The differentially private release ---------------------------------------------------------
 
 
-@cache
-def _mean_transformation(sample_size: int) -> dp.Transformation:
-    domain = dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=sample_size)
-    return dp.t.make_mean(domain, dp.symmetric_distance())
-
-
 def _laplace_measurement(scale: float, size: int) -> dp.Measurement:
     """OpenDP's Laplace mechanism on a vector of ``size`` floats, at ``scale``."""
     space = (
@@ -505,21 +499,20 @@ class DpMeanQuery:
 
 @cache
 def _dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQuery:
-    # One mean's stability (OpenDP rounds it up), times the number of means: the L1 sensitivity
-    # of the vector, rounded up again so that the product cannot fall below the exact value.
-    one_mean = _mean_transformation(sample_size).map(2)
+    """OpenDP's pipeline: one mean, its stability, and the certified Laplace scale."""
+    # One predicate's answers: sample_size values in [0, 1], the size public, so a
+    # neighbouring sample replaces one person (symmetric distance 2).
+    mean = dp.t.make_mean(
+        dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=sample_size),
+        dp.symmetric_distance(),
+    )
+    one_mean = mean.map(2)  # OpenDP's stability map, rounded up
+    # Times the number of means: the vector's L1 sensitivity, rounded up again so
+    # that the product cannot fall below the exact value.
     sensitivity = predicates * one_mean
     if Fraction(sensitivity) < predicates * Fraction(one_mean):
         sensitivity = math.nextafter(sensitivity, math.inf)
-    needed = sensitivity / epsilon
-    if not needed <= _MAX_SCALE:
-        smallest = sensitivity / _MAX_SCALE
-        raise ValueError(
-            f"epsilon = {epsilon:g} over {predicates} means of {sample_size} people needs Laplace "
-            f"noise of scale {needed:.3g}, beyond the {_MAX_SCALE:.3g} that OpenDP's parameter "
-            f"search reaches; epsilon must be at least {smallest:.3g} here"
-        )
-    scale = _certified_scale(sensitivity, predicates, epsilon)
+    scale = _certified_scale(sensitivity, predicates, epsilon, sample_size=sample_size)
     return DpMeanQuery(
         sample_size=sample_size,
         predicates=predicates,
@@ -530,11 +523,20 @@ def _dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQ
     )
 
 
-def _certified_scale(sensitivity: float, predicates: int, epsilon: float) -> float:
+def _certified_scale(
+    sensitivity: float, predicates: int, epsilon: float, *, sample_size: int
+) -> float:
     """The smallest scale whose privacy map at ``sensitivity`` OpenDP puts at most ``epsilon``."""
     needed = sensitivity / epsilon
-    # OpenDP's answer lies just above sensitivity / epsilon, by its rounding to the grid: search
-    # there first (a third of the steps), and over the whole range if it is not there.
+    if not needed <= _MAX_SCALE:
+        raise ValueError(
+            f"epsilon = {epsilon:g} over {predicates} means of {sample_size} people needs "
+            f"Laplace noise of scale {needed:.3g}, beyond the {_MAX_SCALE:.3g} that OpenDP's "
+            f"parameter search reaches; epsilon must be at least "
+            f"{sensitivity / _MAX_SCALE:.3g} here"
+        )
+    # OpenDP's answer lies just above sensitivity / epsilon, by its rounding to the grid:
+    # search there first (a third of the steps), and over the whole range if not there.
     for bounds in ((needed, needed * (1 + 1e-9)), (0.0, 2 * needed)):
         try:
             return dp.binary_search_param(
