@@ -40,6 +40,7 @@ __all__ = [
     "GROUP_SIZE",
     "LaplaceCertificate",
     "dp_noise_table",
+    "epsilon_at_sampling_error",
     "laplace_scale",
     "median_fold_error",
     "noise_over_sampling_error",
@@ -233,6 +234,45 @@ def opendp_clipped_mean(contributors: int, scale: float, *, prior: float = 0.0) 
         dp.symmetric_distance(),
     )
     return space >> dp.t.then_mean() >> dp.m.then_laplace(scale=scale)
+
+
+def epsilon_at_sampling_error(
+    patients: int, released: int, *, between_subject_sd: float = 0.3
+) -> float:
+    r"""The whole budget at which the per-patient route's noise is as large as the sampling error.
+
+    Below this epsilon the noise's SD, :math:`\sqrt2\,b`, exceeds the sampling error
+    :math:`\omega/\sqrt n` a released number carries anyway. Setting the two equal gives the
+    scale :math:`b = \omega/\sqrt{2n}` of each number; the budget is what OpenDP's privacy
+    map states for the basic composition of ``released`` clipped-mean measurements
+    (:func:`opendp_clipped_mean`) at that scale, one patient replaced. By the formula it is
+    :math:`\sqrt2\,d\,S / (\omega \sqrt n)`.
+
+    Parameters
+    ----------
+    patients : int
+        Cohort size :math:`n`, at least 2 (the per-patient route averages the patients).
+    released : int
+        :math:`d`, how many numbers share the budget equally.
+    between_subject_sd : float, default 0.3
+        :math:`\omega`, the between-subject SD on the log scale, positive.
+
+    Returns
+    -------
+    float
+        The epsilon OpenDP certifies for the whole release at that noise.
+
+    Examples
+    --------
+    >>> round(epsilon_at_sampling_error(32, 11), 1)
+    25.4
+    """
+    patients = check_count(patients, "patients", minimum=2)
+    released = check_count(released, "released")
+    between_subject_sd = check_real(between_subject_sd, "between_subject_sd", low=0, low_open=True)
+    scale = between_subject_sd / np.sqrt(2 * patients)
+    measurement = opendp_clipped_mean(patients, float(scale))
+    return float(dp.c.make_composition([measurement] * released).map(2))
 
 
 # The search bracket of opendp_certificate stays within the positive floats.

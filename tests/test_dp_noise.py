@@ -10,6 +10,7 @@ from scipy import stats
 from synpmx_lite.dp_noise import (
     CLIPPING_SPAN,
     dp_noise_table,
+    epsilon_at_sampling_error,
     laplace_scale,
     median_fold_error,
     noise_over_sampling_error,
@@ -115,6 +116,21 @@ def test_median_fold_error_is_the_median_of_the_laplace_magnitude():
     np.testing.assert_allclose(median_fold_error(scales), expected, rtol=1e-12)
 
 
+def test_at_the_sampling_error_epsilon_the_noise_equals_the_sampling_error():
+    # Warfarin-sized: 32 patients. OpenDP's composed map against the closed form
+    # sqrt(2) d S / (omega sqrt n), and the scale it implies back through the table's ratio.
+    for patients, released, omega in ((32, 11, 0.3), (32, 53, 0.3), (200, 30, 0.5)):
+        epsilon = epsilon_at_sampling_error(patients, released, between_subject_sd=omega)
+        by_hand = np.sqrt(2) * released * CLIPPING_SPAN / (omega * np.sqrt(patients))
+        assert epsilon == pytest.approx(by_hand, rel=1e-9)
+        scale = laplace_scale(patients, released, epsilon=epsilon)
+        ratio = noise_over_sampling_error(patients, scale, between_subject_sd=omega)
+        assert float(ratio) == pytest.approx(1.0, rel=1e-9)
+    # The table's ratio at epsilon 1 is the break-even epsilon itself (noise falls as 1/eps).
+    table = dp_noise_table(patients=(60,), released=(11,)).iloc[0]
+    assert epsilon_at_sampling_error(60, 11) == pytest.approx(table.noise_over_sampling_error)
+
+
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
@@ -134,6 +150,8 @@ def test_median_fold_error_is_the_median_of_the_laplace_magnitude():
         (lambda: opendp_clipped_mean(30, 1.0, prior=float("nan")), ValueError, "prior"),
         (lambda: opendp_certificate(30, 11, epsilon=-1), ValueError, "epsilon"),
         (lambda: opendp_certificate(30, 0), ValueError, "released"),
+        (lambda: epsilon_at_sampling_error(1, 11), ValueError, "patients"),
+        (lambda: epsilon_at_sampling_error(30, 11, between_subject_sd=0), ValueError, "between"),
     ],
 )
 def test_bad_input(call, error, message):

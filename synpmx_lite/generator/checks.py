@@ -102,8 +102,8 @@ CHECK_QUESTIONS = {
     "P5": "No single patient moves a released estimate far",
 }
 
-# Significant figures each kind of released number may carry (protection 5 and the rules of
-# protection 2). An amount may carry more only where it is a dose at least k patients got
+# Significant figures each kind of released number may carry (the rounding, and the
+# single-value rule). An amount may carry more only where it is a dose at least k patients got
 # exactly (a planned dose of 137.5 mg): an arm mean at full precision would give back, to
 # anyone who knows the other patients' doses, the one dose that differs.
 _FIGURES = {
@@ -872,9 +872,9 @@ def _grid(low: float, high: float, figures: int) -> list[float]:
 def _rule_value(
     center: float, values: object, owners: object, figures: int, source: _Source, *, positive: bool
 ) -> float:
-    """What protection 2 releases for ``center``: the number at ``figures`` figures nearest to
-    it (the smaller on a tie) that no one to ``k - 1`` patients' values read as, found by
-    widening a window around ``center`` until it holds one. The grid ends below at 0 and at
+    """What the single-value rule releases for ``center``: the number at ``figures`` figures
+    nearest to it (the smaller on a tie) that no one to ``k - 1`` patients' values read as,
+    found by widening a window around ``center`` until it holds one. The grid ends below at 0 and at
     the unit of the largest value (or of ``center``, if smaller)."""
     values, owners = np.asarray(values, float), np.asarray(owners)
     finite = np.isfinite(values)
@@ -977,7 +977,7 @@ def _folded_frequencies(
 
 
 def _two_sided(count: int, total: int, k: int) -> float:
-    """A rate as protection 3 releases it: 0 under ``k`` holders, 1 under ``k`` others."""
+    """A rate as the threshold releases it: 0 under ``k`` holders, 1 under ``k`` others."""
     if count < k:
         return 0.0
     return 1.0 if total - count < k else float(round_significant(count / total, 2))
@@ -1011,7 +1011,7 @@ def _key(level: object) -> str:
 
 def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
     """Covariate summaries, the reference weight, LOQs, visit times, planned doses and keep
-    values, each recomputed from the source by the rules of protection 2 (part of P3)."""
+    values, each recomputed from the source by the single-value rule (part of P3)."""
     problems = _recomputed_covariates(released, source) + _recomputed_weight(released, source)
     for name, endpoint in _mapping(released.get("endpoints")).items():
         endpoint = _mapping(endpoint)
@@ -1359,8 +1359,8 @@ def release_checks(
         The PD fits whose influence was read, by endpoint (:class:`synpmx_lite.pmx.pd.PdFit`);
         a release holding a PD model not among them fails P5.
     min_arm_patients, min_category_patients : int, default 3
-        The thresholds of protection 3 the release was built with; the checks apply each, or
-        :data:`SMALLEST_THRESHOLD` where it is lower.
+        The thresholds of the threshold protection the release was built with; the checks
+        apply each, or :data:`SMALLEST_THRESHOLD` where it is lower.
     claims : bool, default True
         Whether to hold the release to the verdicts it carries for P4 and P5 (False while the
         release is being built, before it carries any).

@@ -8,45 +8,49 @@ far (:mod:`synpmx_lite.generator.influence`).
 :mod:`synpmx_lite.generator.protections`; :func:`model_privacy_checks` hands the released JSON and
 the source study to the independent checks of :mod:`synpmx_lite.generator.checks`.
 
-The protections, as the R generator states them, with where this engine is stricter:
+The protections, as the R generator states them, with where this engine is stricter. They are
+named, not numbered, so that they are not confused with the checks P1-P5 that verify them; each
+says which checks those are.
 
-1. No patient record leaves the study: the fingerprint holds only the allowlisted
-   population- and arm-level fields (:data:`synpmx_lite.generator.release.FINGERPRINT_FIELDS`).
-   Arms are released under the engine's own labels (``arm 1``, ...), and a study whose identifiers
-   could be taken for one of the engine's labels is refused.
-2. No single patient's value is used: the LOQ is half the lowest value at least
-   ``min_arm_patients`` patients reached, rounded down to 1, 2 or 5 times a power of ten (and
-   further down where one or two patients' lowest values equal it); the reference weight is
-   the median at one significant figure, or where one or two patients' weights equal it the
-   nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
-   planned doses where patients' doses differ are the arm mean at two figures, and dose times,
-   durations and visit times are medians at two figures (a visit with a nominal time: that
-   time), each moved to the nearest value on its grid that no patient, or at least
-   ``min_arm_patients``, hold (:func:`synpmx_lite.generator.protections.protected_value`).
-3. At least ``min_arm_patients`` patients behind every frequency, on both sides: arms, visits,
-   endpoints and planned doses are kept only where that many reached them; the released
-   cohort is the patients of the kept arms, so that the cohort size is the sum of the arm
-   sizes and no subtraction gives a dropped arm; an attendance rate is set to 1 where fewer
-   than that many missed a visit and to 0 where fewer attended one, each scheduled visit
-   counted once per patient; a dose-change rate is set to 0 where fewer changed their dose
-   and to 1 where fewer kept it; a category level held by fewer than
-   ``min_category_patients`` is folded into the most common level, and a covariate left with
-   fewer than two levels is withheld; the same for the levels of a yes/no or graded endpoint
-   (observed in fewer patients), pooled over visits; a keep column's value on an arm is
-   written as missing where fewer than ``min_arm_patients`` of the arm's patients hold it.
-   Category frequencies count the released cohort, left-out patients included, so that no
-   pair of released counts differs by the left-out group.
-4. Covariate summaries without their extremes: mean and SD on the log scale after setting
-   aside the highest and lowest 5 % of patients (at least one each side), the SD divided by
-   the SD of a normal truncated at the same quantiles; withheld unless at least
-   ``min_arm_patients`` kept patients remain once the extremes are set aside.
-5. One significant figure for PK and PD estimates, two for covariate summaries and shares.
-6. Influence: how far leaving out each patient moves each released estimate (see
-   :func:`synpmx_lite.generator.influence.influence_moves`, and for the PD models, read from exact
-   leave-one-out refits with the second bar on shape parameters,
-   :func:`synpmx_lite.generator.influence.pd_influence_moves`), with rounds that leave out the
-   patients who move one by 15 or more from every model's estimate, while they number at most a
-   tenth of the cohort (so nobody below 10 patients).
+* **Allowlist** (P1, P2). No patient record leaves the study: the fingerprint holds only the
+  allowlisted population- and arm-level fields
+  (:data:`synpmx_lite.generator.release.FINGERPRINT_FIELDS`). Arms are released under the
+  engine's own labels (``arm 1``, ...), and a study whose identifiers could be taken for one of
+  the engine's labels is refused.
+* **Single-value rule** (P3). No single patient's value is used: the LOQ is half the lowest
+  value at least ``min_arm_patients`` patients reached, rounded down to 1, 2 or 5 times a power
+  of ten (and further down where one or two patients' lowest values equal it); the reference
+  weight is the median at one significant figure, or where one or two patients' weights equal it
+  the nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
+  planned doses where patients' doses differ are the arm mean at two figures, and dose times,
+  durations and visit times are medians at two figures (a visit with a nominal time: that time),
+  each moved to the nearest value on its grid that no patient, or at least ``min_arm_patients``,
+  hold (:func:`synpmx_lite.generator.protections.protected_value`).
+* **Threshold** (P3, P4). At least ``min_arm_patients`` patients behind every frequency, on both
+  sides: arms, visits, endpoints and planned doses are kept only where that many reached them;
+  the released cohort is the patients of the kept arms, so that the cohort size is the sum of
+  the arm sizes and no subtraction gives a dropped arm; an attendance rate is set to 1 where
+  fewer than that many missed a visit and to 0 where fewer attended one, each scheduled visit
+  counted once per patient; a dose-change rate is set to 0 where fewer changed their dose and to
+  1 where fewer kept it; a category level held by fewer than ``min_category_patients`` is folded
+  into the most common level, and a covariate left with fewer than two levels is withheld; the
+  same for the levels of a yes/no or graded endpoint (observed in fewer patients), pooled over
+  visits; a keep column's value on an arm is written as missing where fewer than
+  ``min_arm_patients`` of the arm's patients hold it. Category frequencies count the released
+  cohort, left-out patients included, so that no pair of released counts differs by the left-out
+  group.
+* **Trimming** (P3). Covariate summaries without their extremes: mean and SD on the log scale
+  after setting aside the highest and lowest 5 % of patients (at least one each side), the SD
+  divided by the SD of a normal truncated at the same quantiles; withheld unless at least
+  ``min_arm_patients`` kept patients remain once the extremes are set aside.
+* **Rounding** (P3). One significant figure for PK and PD estimates, two for covariate summaries
+  and shares.
+* **Influence screen** (P5). How far leaving out each patient moves each released estimate (see
+  :func:`synpmx_lite.generator.influence.influence_moves`, and for the PD models, read from
+  exact leave-one-out refits with the second bar on shape parameters,
+  :func:`synpmx_lite.generator.influence.pd_influence_moves`), with rounds that leave out the
+  patients who move one by 15 or more from every model's estimate, while they number at most a
+  tenth of the cohort (so nobody below 10 patients).
 
 References
 ----------
@@ -134,7 +138,7 @@ class ModelFit:
     seed : int
         The default seed of :func:`synpmx_lite.generator.generate.synpmx_model_generate`.
     min_arm_patients, min_category_patients : int
-        The thresholds of protection 3.
+        The thresholds of the threshold protection.
     earlier_releases : tuple of str
         The JSON of the earlier releases of the same study the release is built against.
     """
@@ -275,7 +279,7 @@ def synpmx_model_estimate(
     error : str, optional
         Residual error model (see :func:`synpmx_lite.pmx.population.fit_population`).
     min_arm_patients, min_category_patients : int, default 3
-        Thresholds of protection 3.
+        Thresholds of the threshold protection (patients on each side of a frequency).
     review, fail : float, default 15 and 30
         Move at which an estimate is flagged for review, and fails.
     residual_readings : bool, default False

@@ -1,4 +1,4 @@
-r"""Protection 6: how far leaving out one patient moves each released estimate.
+r"""The influence screen: how far leaving out one patient moves each released estimate.
 
 :func:`influence_moves` reads, for every patient, how far each released estimate would move
 with that patient left out: local sensitivity, the study's own version of differential
@@ -247,7 +247,7 @@ def pd_influence_moves(
     refits : pandas.DataFrame
         Its leave-one-out refits, one row per patient in the order of ``fit.ids``.
     review, fail : float, default 15 and 30
-        The bars of protection 6, which set the second bar's scale (below).
+        The bars of the influence screen, which set the second bar's scale (below).
 
     Returns
     -------
@@ -429,7 +429,7 @@ class LeftOut:
 
 @dataclass(frozen=True)
 class PrivacyReport:
-    """Protection 6 on a fit: the influence readings and the rounds that led to them.
+    """The influence screen on a fit: the influence readings and the rounds that led to them.
 
     Attributes
     ----------

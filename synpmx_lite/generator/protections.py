@@ -8,39 +8,39 @@ the source data.
 Where the R generator's article is silent or weaker, the rules follow statistical disclosure
 control (SDC) practice (Hundepool et al. 2012), and say so:
 
-* **Threshold rule on both sides** (protection 3): a frequency is released only where at least
-  ``min_patients`` patients stand on each side of it. A category level held by fewer is
-  folded into the most common level; a covariate whose levels do not survive folding (none
-  reaches the threshold, or only one does) is withheld, because a single level released at
-  frequency 1 would misdescribe the patients folded into it and a frequency of 1 - c/n would
-  describe them. A covariate with about as many levels as patients is an identifier
-  (:func:`identifier_like`) and is refused outright.
-* **No single patient's value** (protection 2), for every released magnitude that stands for a
-  per-patient quantity (a time, a dose, a weight, a lowest concentration, a covariate mean):
-  the released number, at the precision it is released with, must equal the value of no
-  patient, or of at least ``min_patients`` patients. An odd-sized median is one patient's
-  value, and at two significant figures a mean can coincide with one; such a number is moved
-  to the nearest value on the same grid that nobody, or enough patients, hold
-  (:func:`protected_value`). The SDC analogue is the threshold rule for magnitude tables: a
+* **Threshold rule on both sides** (the threshold protection, verified by P3 and P4): a
+  frequency is released only where at least ``min_patients`` patients stand on each side of it.
+  A category level held by fewer is folded into the most common level; a covariate whose levels
+  do not survive folding (none reaches the threshold, or only one does) is withheld, because a
+  single level released at frequency 1 would misdescribe the patients folded into it and a
+  frequency of 1 - c/n would describe them. A covariate with about as many levels as patients is
+  an identifier (:func:`identifier_like`) and is refused outright.
+* **No single patient's value** (the single-value rule, verified by P3), for every released
+  magnitude that stands for a per-patient quantity (a time, a dose, a weight, a lowest
+  concentration, a covariate mean): the released number, at the precision it is released with,
+  must equal the value of no patient, or of at least ``min_patients`` patients. An odd-sized
+  median is one patient's value, and at two significant figures a mean can coincide with one;
+  such a number is moved to the nearest value on the same grid that nobody, or enough patients,
+  hold (:func:`protected_value`). The SDC analogue is the threshold rule for magnitude tables: a
   cell value must not be attributable to fewer than ``k`` contributors.
-* **Trimmed summaries on enough patients** (protection 4): the trimmed mean and SD rest on at
-  least ``min_patients`` patients once the extremes are set aside (at least one at each end),
-  or are withheld. With 4 patients the core would hold 2, and its mean and SD give both values
-  back.
-* **The mean of a code is a frequency** (protections 3 and 4): a numeric covariate with few
-  distinct values (sex coded 1/2, a genotype or stage coded 1-3, an Apgar score from 1 to 10)
-  has a value set anyone can guess, and its mean and SD are two equations in the counts of
-  those values: with three values they give every count back exactly (with twelve patients
-  coded 1, 2, 3, a release of geometric mean 1.7 and SD 0.78 on the log scale can only be
-  six, one and five), and with six values at twelve patients enumerating the count vectors
-  finds one alone that fits, ``[3, 3, 3, 1, 1, 1]``. SDC output checking treats the mean of a
-  binary or coded variable as the frequency table it is (Hundepool et al. 2012). Here a
-  numeric covariate with at most :data:`CODE_VALUES` distinct values is never summarised
-  (:func:`few_values`): it is released as categories, level by level under the threshold
-  rule, where its levels are fewer than an identifier's (:func:`numeric_code`), and withheld
-  otherwise (a tiny study whose few patients each hold their own value). The rule reads only
-  the number of distinct values, not how they compare with the number of patients: a rule
-  that let three values at five patients through as a summary pinned their counts.
+* **Trimmed summaries on enough patients** (the trimming, verified by P3): the trimmed mean and
+  SD rest on at least ``min_patients`` patients once the extremes are set aside (at least one at
+  each end), or are withheld. With 4 patients the core would hold 2, and its mean and SD give
+  both values back.
+* **The mean of a code is a frequency** (the threshold and the trimming): a numeric covariate
+  with few distinct values (sex coded 1/2, a genotype or stage coded 1-3, an Apgar score from 1
+  to 10) has a value set anyone can guess, and its mean and SD are two equations in the counts
+  of those values: with three values they give every count back exactly (with twelve patients
+  coded 1, 2, 3, a release of geometric mean 1.7 and SD 0.78 on the log scale can only be six,
+  one and five), and with six values at twelve patients enumerating the count vectors finds one
+  alone that fits, ``[3, 3, 3, 1, 1, 1]``. SDC output checking treats the mean of a binary or
+  coded variable as the frequency table it is (Hundepool et al. 2012). Here a numeric covariate
+  with at most :data:`CODE_VALUES` distinct values is never summarised (:func:`few_values`): it
+  is released as categories, level by level under the threshold rule, where its levels are fewer
+  than an identifier's (:func:`numeric_code`), and withheld otherwise (a tiny study whose few
+  patients each hold their own value). The rule reads only the number of distinct values, not
+  how they compare with the number of patients: a rule that let three values at five patients
+  through as a summary pinned their counts.
 
 References
 ----------
@@ -75,7 +75,7 @@ __all__ = [
     "trimmed_log_summary",
 ]
 
-#: Share of patients set aside at each end of a trimmed covariate summary (protection 4).
+#: Share of patients set aside at each end of a trimmed covariate summary (the trimming).
 TRIM = 0.05
 
 #: A categorical column with at least this many distinct levels per patient is taken for an
@@ -92,7 +92,7 @@ CODE_VALUES = 10
 _SMALLEST_LOQ_INPUT = 1e-300
 
 
-# --- Protection 4: trimmed covariate summaries -----------------------------------------------
+# --- The trimming: trimmed covariate summaries ----------------------------------------------
 
 
 def _set_aside(n: int, trim: float) -> int:
@@ -187,7 +187,7 @@ def trimmed_moments(sorted_logs: np.ndarray, trim: float) -> tuple[np.ndarray, n
     return core.mean(axis=1), core.std(axis=1, ddof=1) / correction
 
 
-# --- Protection 3: thresholds on both sides ---------------------------------------------------
+# --- The threshold: frequencies with enough patients on both sides ---------------------------
 
 
 def identifier_like(levels: object) -> bool:
@@ -356,7 +356,7 @@ def share_two_sided(count: int, total: int, min_patients: int) -> float:
     return float(round_significant(count / total, 2))
 
 
-# --- Protection 2: no single patient's value --------------------------------------------------
+# --- The single-value rule: no single patient's value ----------------------------------------
 
 
 def loq_floor(lowest_per_patient: object, *, min_patients: int = 3) -> float | None:

@@ -19,6 +19,7 @@ import json
 import math
 import numbers
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -607,17 +608,32 @@ class Fingerprint:
         return None if self.model is None else PkModel(**self.model)
 
     def __str__(self) -> str:
-        return "\n".join(
-            [
-                f"PMX model fingerprint: {self.cohort_size} patients",
-                *_pk_lines(self),
-                *_pd_lines(self),
-                *_covariate_lines(self),
-                *_arm_lines(self),
-                *_endpoint_lines(self),
-                "checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()),
-            ]
-        )
+        lines = [
+            f"PMX model fingerprint: {self.cohort_size} patients",
+            *_pk_lines(self),
+            *_pd_lines(self),
+            *_covariate_lines(self),
+            *_arm_lines(self),
+            *_endpoint_lines(self),
+            "checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()),
+        ]
+        return "\n".join(wrapped for line in lines for wrapped in _wrap(line))
+
+
+# Longest line of a printed fingerprint: it fits a notebook's or the book's output box.
+_PRINT_WIDTH = 72
+
+
+def _wrap(line: str) -> list[str]:
+    """One printed line within ``_PRINT_WIDTH``, continued four spaces further in."""
+    indent = " " * (len(line) - len(line.lstrip()))
+    return textwrap.wrap(
+        line,
+        _PRINT_WIDTH,
+        subsequent_indent=indent + "    ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
 
 
 def _estimates(values: dict) -> str:
@@ -639,12 +655,14 @@ def _pk_lines(fingerprint: Fingerprint) -> list[str]:
 
 def _pd_lines(fingerprint: Fingerprint) -> list[str]:
     """Each PD model, then each graded endpoint's level frequencies."""
-    lines = [
-        f"PD ({name}): {model['shape']} shape; baseline {model['baseline']:g}, "
-        f"between-subject SD {model['baseline_sd']:g}; {_estimates(model['parameters'])}; "
-        f"residual SD {model['residual']:g}"
-        for name, model in fingerprint.pd.items()
-    ]
+    lines = []
+    for name, model in fingerprint.pd.items():
+        lines += [
+            f"PD ({name}): {model['shape']} shape",
+            f"  baseline: {model['baseline']:g}, between-subject SD {model['baseline_sd']:g}",
+            f"  shape parameters: {_estimates(model['parameters'])}",
+            f"  residual SD: {model['residual']:g}",
+        ]
     for name, levels in fingerprint.graded.items():
         lines.append(f"graded {name}: " + ", ".join(f"{lv:g} {fr:g}" for lv, fr in levels))
     return lines

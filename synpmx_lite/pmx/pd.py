@@ -33,7 +33,7 @@ determinant lemma and the Sherman-Morrison formula. It needs three sums per pati
 :math:`h^\top h`, :math:`h^\top r` and :math:`r^\top r` with :math:`r = y - B h`.
 
 **Method.** The objective is a sum over patients, so fits differing only in which patients
-count (the leave-one-out refits of protection 6) are rows of one batch with per-patient
+count (the influence screen's leave-one-out refits) are rows of one batch with per-patient
 weights. Every fit, from every start, is a damped Newton iteration on the whole batch at once,
 its gradient and Hessian by central differences of the closed-form objective (at most six
 parameters, evaluated for every row and every difference in one array operation). Estimates

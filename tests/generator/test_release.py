@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from synpmx_lite.generator.estimate import model_fingerprint
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.release import (
     FINGERPRINT_FIELDS,
@@ -79,3 +80,18 @@ def test_engine_labels():
     assert [synthetic_id(i) for i in (0, 41)] == ["syn-0001", "syn-0042"]
     clashes = engine_label_clashes([1, "syn-7", " SYN-0001", "arm 3", "ARM 12", "arm", "armada 1"])
     assert clashes == ["syn-7", " SYN-0001", "arm 3", "ARM 12"]
+
+
+def test_a_printed_fingerprint_fits_its_output_box_and_keeps_every_number(warfarin_fit):
+    levels = [[f"a category level with a long name {i}", 0.25] for i in range(4)]
+    long_levels = known_fingerprint(20, categories={"SEX": levels})
+    warfarin = model_fingerprint(warfarin_fit)
+    for fingerprint in (warfarin, long_levels):
+        assert max(map(len, str(fingerprint).splitlines())) <= 72
+    # Wrapping moves words onto continuation lines; none is lost or cut.
+    words = " ".join(str(long_levels).split())
+    assert all(f"{level} 0.25" in words for level, _ in levels)
+    pd_model = warfarin.pd["pca"]
+    shown = str(warfarin)
+    assert all(f"{name} {value:g}" in shown for name, value in pd_model["parameters"].items())
+    assert f"residual SD: {pd_model['residual']:g}" in shown
