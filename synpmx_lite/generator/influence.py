@@ -167,9 +167,10 @@ def jackknife_moves(
     step from the optimum with the patient's OFV term removed), in hundredths of the
     estimated scale: :math:`100\,|\Delta\log\sigma|` for a residual error and
     :math:`100\,|\Delta\log\theta|` for a typical value (about their percent changes),
-    :math:`100\,|\Delta\beta|` for an exponent or the log of a level's factor. One Newton step understates the largest moves (by a
-    quarter on warfarin), so every patient whose reading reaches ``exact_from`` is refitted
-    without them, and the exact move replaces the reading.
+    :math:`100\,|\Delta\beta|` for an exponent or the log of a level's factor. One Newton
+    step understates the largest moves (by a quarter on warfarin), so every patient whose
+    reading reaches ``exact_from`` is refitted without them, and the exact move replaces the
+    reading.
 
     Parameters
     ----------
@@ -233,7 +234,8 @@ def _estimated_scale(fit: PopulationFit, keys: list) -> np.ndarray:
     powers = {term.label for term in fit.effect_terms if not term.categorical}
     values = []
     for kind, name in keys:
-        value = float({"residual": fit.residual, "typical": fit.typical}.get(kind, fit.effects)[name])
+        table = {"residual": fit.residual, "typical": fit.typical}.get(kind, fit.effects)
+        value = float(table[name])
         values.append(value if name in powers else np.log(value))
     return np.array(values)
 

@@ -75,3 +75,23 @@ def test_the_limit_of_a_vanishing_variance_is_the_fit_without_eta(theo):
     x = np.r_[np.log(fit.typical[names]), log_sd, np.log(fit.residual)]
     modes = _modes(problem, x[None], np.zeros((1, theo.n_patients, len(names))))
     assert abs(_ofv_and_gradient(problem, modes)[0].sum() - fit.ofv) < 1e-6
+
+
+def test_typical_value_without_eta_is_read_by_the_jackknife_as_exact_refits_move_it(theo):
+    """ka without an eta on theo_sd (12 patients): each patient's one-step Newton reading of
+    log ka agrees with the exact leave-one-out refit's move."""
+    from synpmx_lite.generator.influence import jackknife_moves
+
+    fit = fit_population(theo, random=("cl", "v"))
+    read = jackknife_moves(theo, fit, pk_label="cp", exact_from=np.inf, kinds=("typical",))
+    assert list(read.columns) == ["cp: ka typical value"]  # cl and v are read from their etas
+    exact = []
+    for i in range(theo.n_patients):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            refit = fit_population(theo.subset(np.arange(theo.n_patients) != i), random=fit.random)
+        exact.append(100 * abs(np.log(refit.typical["ka"] / fit.typical["ka"])))
+    exact = np.array(exact)
+    reading = read.iloc[:, 0].to_numpy()
+    assert np.corrcoef(reading, exact)[0, 1] > 0.95
+    np.testing.assert_allclose(reading.max(), exact.max(), rtol=0.3)
