@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from synpmx_lite.generator import generate
 from synpmx_lite.generator.checks import release_checks
 from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
 from synpmx_lite.pmx.study import load_dataset
@@ -29,3 +30,24 @@ def test_p5_refuses_a_released_variance_without_a_random_effect(fit):
     p5 = table.set_index("check").loc["P5"]
     assert p5["verdict"] == "FAIL"
     assert "no random effect behind it" in " ".join(map(str, p5.to_numpy()))
+
+
+def test_synthetic_patients_draw_no_random_effect_for_ka(fit, monkeypatch):
+    """Every synthetic patient gets the released ka (theo_sd has no effect on ka), while CL
+    and V vary from patient to patient by their released variances."""
+    fingerprint = model_fingerprint(fit)
+    drawn = {}
+    real = generate._pk_observations
+
+    def kept(fingerprint, theta, *args):
+        drawn["theta"] = theta
+        return real(fingerprint, theta, *args)
+
+    monkeypatch.setattr(generate, "_pk_observations", kept)
+    generate.synpmx_model_generate(fingerprint, seed=3)
+    names = list(fingerprint.pk_model.parameters)
+    theta = drawn["theta"]
+    np.testing.assert_allclose(theta[:, names.index("ka")], fingerprint.typical["ka"], rtol=1e-12)
+    for name in ("cl", "v"):
+        spread = np.log(theta[:, names.index(name)]).std()
+        assert spread > 0.3 * np.sqrt(fingerprint.omega[name])

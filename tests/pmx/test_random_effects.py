@@ -93,5 +93,6 @@ def test_typical_value_without_eta_is_read_by_the_jackknife_as_exact_refits_move
         exact.append(100 * abs(np.log(refit.typical["ka"] / fit.typical["ka"])))
     exact = np.array(exact)
     reading = read.iloc[:, 0].to_numpy()
-    assert np.corrcoef(reading, exact)[0, 1] > 0.95
-    np.testing.assert_allclose(reading.max(), exact.max(), rtol=0.3)
+    # The largest move is 18 %; one Newton step is within 1.8 points of every exact move.
+    np.testing.assert_allclose(reading, exact, atol=0.1 * exact.max())
+    assert exact.max() > 10
