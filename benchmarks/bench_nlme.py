@@ -355,12 +355,11 @@ def report_covariates(engine: tuple, nlme: pd.DataFrame | None) -> None:
             values += [found[f"l{name}_wt_est"], typical]
             errors += [found[f"l{name}_wt_se"], typical * found[f"l{name}_se"]]
         frame["nlme"], frame["nlme SE"] = values, errors
-    status = "converged" if fit.converged else "NOT converged"
-    print(
-        f"\nWarfarin, additive error, CL and V on weight ({', '.join(WEIGHT_EFFECTS)}; engine "
-        f"{status}, median of {REPEATS} runs):"
+    print_beside(
+        f"Warfarin, additive error, CL and V on weight ({', '.join(WEIGHT_EFFECTS)}; engine "
+        f"{status_of(fit)}, median of {REPEATS} runs):",
+        frame,
     )
-    print(frame.to_string(float_format=lambda v: f"{v:.4g}", na_rep="-"))
     if nlme is not None:
         print(f"covariate_fit_engine_over_nlme_cpu: {cpu / found['cpu']:.3f}")
 
@@ -376,17 +375,29 @@ def report_random(engine: tuple, nlme: pd.DataFrame | None) -> None:
     frame = pd.DataFrame(rows, index=["engine"]).T
     if nlme is not None:
         found = nlme[nlme["study"] == RANDOM_FIT].iloc[0]
-        frame["nlme"] = [found["ofv"], found["seconds"], found["cpu"]] + [
-            np.exp(found[f"{NLME_NAMES[name]}_est"]) for name in fit.model.parameters
-        ] + [found[f"sd_{NLME_NAMES[name]}_est"] for name in RANDOM] + [found["sigma_est"]]
-    status = "converged" if fit.converged else "NOT converged"
-    print(
-        f"\nWarfarin, additive error, random effects on {' and '.join(RANDOM)} only (engine "
-        f"{status}; {', '.join(fit.diagnostics) or 'no diagnostics'}):"
+        frame["nlme"] = (
+            [found["ofv"], found["seconds"], found["cpu"]]
+            + [np.exp(found[f"{NLME_NAMES[name]}_est"]) for name in fit.model.parameters]
+            + [found[f"sd_{NLME_NAMES[name]}_est"] for name in RANDOM]
+            + [found["sigma_est"]]
+        )
+    print_beside(
+        f"Warfarin, additive error, random effects on {' and '.join(RANDOM)} only (engine "
+        f"{status_of(fit)}; {', '.join(fit.diagnostics) or 'no diagnostics'}):",
+        frame,
     )
-    print(frame.to_string(float_format=lambda v: f"{v:.4g}", na_rep="-"))
     if nlme is not None:
         print(f"random_fit_ofv_engine_minus_nlme: {fit.ofv - found['ofv']:.3f}")
+
+
+def status_of(fit) -> str:
+    return "converged" if fit.converged else "NOT converged"
+
+
+def print_beside(heading: str, frame: pd.DataFrame) -> None:
+    """A heading and the engine's figures beside nlme's."""
+    print(f"\n{heading}")
+    print(frame.to_string(float_format=lambda v: f"{v:.4g}", na_rep="-"))
 
 
 def fit_from_estimates(fit, values):
