@@ -21,7 +21,7 @@ the others are typical values shared by every patient (:math:`\eta_{ik} = 0`). T
 carries each of them with its between-subject SD held at :math:`10^{-5}`, not estimated: the
 FOCE-I objective below tends to the objective without that eta as the SD goes to 0 (the
 prior pins the mode at 0 and :math:`\log|\Omega| + \log|H_i/2|` loses the eta's term), and
-at :math:`10^{-5}` the two differ by less than :math:`10^{-6}` in OFV on the shipped studies.
+at :math:`10^{-5}` the two differ by less than :math:`10^{-6}` in OFV (theo_sd and nimoData).
 Such a parameter has no row in ``omega``, no column in ``eta``, and no variance in the
 covariance step.
 
@@ -172,7 +172,7 @@ _OMEGA_SD_BOUNDS = (0.01, 5.0)
 # A parameter without a random effect is carried with its between-subject SD held here, not
 # estimated: the FOCE-I objective tends to the one without that eta as the SD goes to 0, and
 # at 1e-5 the two differ by about SD^2 times the patient's information (below 1e-6 in OFV
-# on the shipped studies; ``tests/pmx/test_random_effects.py`` checks it against 1e-6).
+# on theo_sd; ``tests/pmx/test_random_effects.py`` checks it against an SD of 1e-7).
 _NO_ETA_LOG_SD = float(np.log(1e-5))
 # An exponent within +-10; a categorical level's factor within a factor 100 either way.
 _EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
