@@ -22,6 +22,9 @@ to the digit. Three parts:
    power of weight over 70 kg (``effects=("cl ~ wt/70", "v ~ wt/70")``), the engine beside
    nlme (``fixed = list(lcl ~ lwt, lv ~ lwt, lka ~ 1)``): OFV, the exponents with their SEs,
    and wall-clock and CPU time.
+5. Chosen random effects on warfarin (runs with ``--quick`` too): additive error, random
+   effects on CL and V only (``random=("cl", "v")``; nlme's ``random = pdDiag(lcl + lv ~ 1)``),
+   ka a typical value shared by every patient: the OFVs and estimates side by side.
 
 R 4.2 with nlme runs the R side (``Rscript benchmarks/nlme_fits.R``, called by this script;
 ``apt-get install r-base-core`` brings both). Without ``Rscript`` on the PATH the script says
@@ -67,6 +70,8 @@ NLME_NAMES = {"cl": "lcl", "v": "lv", "q": "lq", "vp": "lvp", "ka": "lka"}
 IMPORTANCE_DRAWS = 4000
 WEIGHT_EFFECTS = ("cl ~ wt/70", "v ~ wt/70")
 COVARIATE_FIT = "warfarin_wt"  # the covariate fit's name beside the plain warfarin fit
+RANDOM_FIT = "warfarin_cl_v"  # warfarin with random effects on CL and V only
+RANDOM = ("cl", "v")
 
 
 def nlme_model(study) -> str:
@@ -179,6 +184,10 @@ def main() -> None:
     specs.append(
         {"study": COVARIATE_FIT, "model": "oral1", "repeats": REPEATS, "weight_on": "lcl lv"}
     )
+    studies[RANDOM_FIT] = studies["warfarin"]
+    engine[RANDOM_FIT] = timed_fit(studies["warfarin"], 3, error="additive", random=RANDOM)
+    starts[RANDOM_FIT] = pd.DataFrame([pooled_start(engine[RANDOM_FIT][0])])
+    specs.append({"study": RANDOM_FIT, "model": "oral1", "repeats": 3, "random_on": "lcl lv"})
     for spec in specs:
         spec["log_dv"] = studies[spec["study"]].roles.log_dv
     nlme = run_nlme(specs, starts, studies)
@@ -188,6 +197,7 @@ def main() -> None:
     if two:
         report_two_compartments(engine, nlme, studies)
     report_covariates(engine[COVARIATE_FIT], nlme)
+    report_random(engine[RANDOM_FIT], nlme)
     if arguments.reference and nlme is not None:
         write_reference(nlme[nlme["study"] == "theo_sd"].iloc[0])
     total = sum(engine[n][2] for n in ONE_COMPARTMENT)
@@ -345,14 +355,49 @@ def report_covariates(engine: tuple, nlme: pd.DataFrame | None) -> None:
             values += [found[f"l{name}_wt_est"], typical]
             errors += [found[f"l{name}_wt_se"], typical * found[f"l{name}_se"]]
         frame["nlme"], frame["nlme SE"] = values, errors
-    status = "converged" if fit.converged else "NOT converged"
-    print(
-        f"\nWarfarin, additive error, CL and V on weight ({', '.join(WEIGHT_EFFECTS)}; engine "
-        f"{status}, median of {REPEATS} runs):"
+    print_beside(
+        f"Warfarin, additive error, CL and V on weight ({', '.join(WEIGHT_EFFECTS)}; engine "
+        f"{status_of(fit)}, median of {REPEATS} runs):",
+        frame,
     )
-    print(frame.to_string(float_format=lambda v: f"{v:.4g}", na_rep="-"))
     if nlme is not None:
         print(f"covariate_fit_engine_over_nlme_cpu: {cpu / found['cpu']:.3f}")
+
+
+def report_random(engine: tuple, nlme: pd.DataFrame | None) -> None:
+    """Warfarin with random effects on CL and V only: the engine's OFV and estimates beside
+    nlme's."""
+    fit, seconds, cpu = engine
+    rows = {"OFV": [fit.ofv], "wall s": [seconds], "CPU s": [cpu]}
+    rows |= {f"typical {name}": [fit.typical[name]] for name in fit.model.parameters}
+    rows |= {f"omega_sd {name}": [fit.omega_sd[name]] for name in RANDOM}
+    rows["additive"] = [fit.residual["additive"]]
+    frame = pd.DataFrame(rows, index=["engine"]).T
+    if nlme is not None:
+        found = nlme[nlme["study"] == RANDOM_FIT].iloc[0]
+        frame["nlme"] = (
+            [found["ofv"], found["seconds"], found["cpu"]]
+            + [np.exp(found[f"{NLME_NAMES[name]}_est"]) for name in fit.model.parameters]
+            + [found[f"sd_{NLME_NAMES[name]}_est"] for name in RANDOM]
+            + [found["sigma_est"]]
+        )
+    print_beside(
+        f"Warfarin, additive error, random effects on {' and '.join(RANDOM)} only (engine "
+        f"{status_of(fit)}; {', '.join(fit.diagnostics) or 'no diagnostics'}):",
+        frame,
+    )
+    if nlme is not None:
+        print(f"random_fit_ofv_engine_minus_nlme: {fit.ofv - found['ofv']:.3f}")
+
+
+def status_of(fit) -> str:
+    return "converged" if fit.converged else "NOT converged"
+
+
+def print_beside(heading: str, frame: pd.DataFrame) -> None:
+    """A heading and the engine's figures beside nlme's."""
+    print(f"\n{heading}")
+    print(frame.to_string(float_format=lambda v: f"{v:.4g}", na_rep="-"))
 
 
 def fit_from_estimates(fit, values):

@@ -14,7 +14,8 @@
 # diagonal random effects on every log parameter, additive residual error: the same models
 # the engine fits. A study whose weight_on column names log parameters ("lcl lv") also has
 # those parameters scale as a power of weight over 70 kg: the obs file's column lwt holds
-# log(weight / 70), and the exponents are reported as <parameter>_wt_est and _se.
+# log(weight / 70), and the exponents are reported as <parameter>_wt_est and _se. A study
+# whose random_on column names log parameters ("lcl lv") has random effects on those only.
 suppressPackageStartupMessages(library(nlme))
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -84,7 +85,10 @@ fit_one <- function(spec, obs, pairs, start) {
   if (spec$log_dv) call <- paste0("log(", call, ")")
   formula <- as.formula(paste("dv ~", call))
   effects <- as.formula(paste(paste(parameters, collapse = " + "), "~ 1"))
-  random <- pdDiag(effects)
+  # random_on names the log parameters with a random effect (default: every one).
+  random_on <- if (is.null(spec$random_on) || is.na(spec$random_on) || spec$random_on == "")
+    parameters else strsplit(spec$random_on, " ")[[1]]
+  random <- pdDiag(as.formula(paste(paste(random_on, collapse = " + "), "~ 1")))
   weight_on <- if (is.null(spec$weight_on) || is.na(spec$weight_on)) character(0) else
     strsplit(spec$weight_on, " ")[[1]]
   starting <- unlist(start[parameters])

@@ -1284,7 +1284,7 @@ def _p5(
         listed = ", ".join(f"{fit} ({why})" for fit, why in untrusted)
         result += f"; fit not to be trusted: {listed}"
         judged = "review" if judged == "pass" else judged
-    problems = []
+    problems = _unread_pk_estimates(shown, privacy.moves.columns, released, pk)
     fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
     if pk is None:
         for field in ("typical", "omega", "residual"):
@@ -1325,6 +1325,27 @@ def _p5(
                     f"influence was read ({expected:g})"
                 )
     return judged, result, problems
+
+
+def _unread_pk_estimates(
+    shown: list[str], read: pd.Index, released: dict, pk: PopulationFit | None
+) -> list[str]:
+    """The released PK typical values and variances no reading covers, and variances of
+    parameters the fit gave no random effect (which no reading can cover)."""
+    if pk is None:
+        return []  # a release with PK estimates but no fit is a problem of its own
+    problems = [
+        f"released {column} has no reading of each patient's move"
+        for column in shown
+        if column.endswith(("typical value", "between-subject SD"))
+        and ": baseline " not in column
+        and column not in read
+    ]
+    return problems + [
+        f"released omega {name} has no random effect behind it (the fit has none on {name})"
+        for name in _mapping(released.get("omega"))
+        if name not in pk.omega.index
+    ]
 
 
 # --- The table --------------------------------------------------------------------------------

@@ -70,7 +70,14 @@ import pandas as pd
 from .._validation import check_count, check_real
 from ..pmx.pd import PdFit, fit_pd_endpoint, pd_endpoints, pd_loo_refits
 from ..pmx.population import FitWarning, PopulationFit, fit_population
-from ..pmx.study import DATASETS, PmxRoles, StudyEvents, load_dataset, prepare_study
+from ..pmx.study import (
+    DATASETS,
+    PmxRoles,
+    StudyEvents,
+    _random_names,
+    load_dataset,
+    prepare_study,
+)
 from ..rounding import round_significant
 from .checks import _untrusted_fits, release_checks
 from .influence import (
@@ -249,6 +256,7 @@ def synpmx_model_estimate(
     fail: float = 30.0,
     residual_readings: bool = False,
     earlier_releases: list | None = None,
+    random: tuple[str, ...] | list[str] | None = None,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -298,6 +306,11 @@ def synpmx_model_estimate(
         by so few, because those counts are what every other number rests on and nothing
         can be released safely until ``k`` more patients have joined (check P6,
         :func:`synpmx_lite.generator.ledger.between_releases`).
+    random : sequence of str, optional
+        The PK parameters with a random effect (as :func:`synpmx_lite.pmx.study.pmx_roles`
+        takes them; default the roles' own). A parameter without one releases no variance,
+        and its typical value is read by the infinitesimal jackknife
+        (:func:`synpmx_lite.generator.influence.jackknife_moves`).
 
     Returns
     -------
@@ -321,6 +334,10 @@ def synpmx_model_estimate(
     min_category_patients = check_count(min_category_patients, "min_category_patients")
     review = check_real(review, "review", low=0, low_open=True)
     fail = check_real(fail, "fail", low=review)
+    if random is not None:
+        if not isinstance(roles, PmxRoles):
+            raise TypeError(f"roles must be a PmxRoles, got {type(roles).__name__}")
+        roles = dataclasses.replace(roles, random=_random_names(random, roles.model))
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
     if study.dose_central is not None:
@@ -442,8 +459,9 @@ def _influence_round(
     (PD moves from leave-one-out refits)."""
     pk = fit_population(subset, error=error) if subset.roles.fit_pk else None
     moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
-    kinds = ("residual", "effect") if residual_readings else ("effect",)
-    if pk is not None and (residual_readings or pk.effect_terms):
+    kinds = ("residual", "effect", "typical") if residual_readings else ("effect", "typical")
+    without_eta = pk is not None and len(pk.random) < len(pk.model.parameters)
+    if pk is not None and (residual_readings or pk.effect_terms or without_eta):
         jackknife = jackknife_moves(
             subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds
         )

@@ -295,9 +295,14 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     model = fingerprint.pk_model
     theta = None
     if model is not None:
-        omega = np.array([fingerprint.omega[p] for p in model.parameters])
+        # Only the parameters with a released variance get a random effect.
+        random = [p for p in model.parameters if p in fingerprint.omega]
+        omega = np.array([fingerprint.omega[p] for p in random])
         typical = np.array([fingerprint.typical[p] for p in model.parameters])
-        eta = np.sqrt(omega) * rng.standard_normal((n, omega.size))
+        eta = np.zeros((n, typical.size))
+        eta[:, np.isin(model.parameters, random)] = np.sqrt(omega) * rng.standard_normal(
+            (n, omega.size)
+        )
         theta = typical * np.exp(_covariate_shift(fingerprint, covariates, model) + eta)
     dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
     ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)

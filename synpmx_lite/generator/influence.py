@@ -126,7 +126,7 @@ def influence_moves(
         columns[f"{pk_label}: {name} typical value"] = 100 * np.abs(np.expm1(-eta[:, k] / (n - 1)))
         total = np.sum(eta[:, k] ** 2)
         ratio = np.clip((total - eta[:, k] ** 2) / (n - 1) / (total / n), 0, None)
-        omega_sd = math.sqrt(pk.omega.iloc[k])
+        omega_sd = math.sqrt(pk.omega[name])
         columns[f"{pk_label}: {name} between-subject SD"] = (
             100 * omega_sd * np.abs(np.sqrt(ratio) - 1)
         )
@@ -157,18 +157,20 @@ def jackknife_moves(
     *,
     pk_label: str,
     exact_from: float,
-    kinds: tuple[str, ...] = ("residual", "effect"),
+    kinds: tuple[str, ...] = ("residual", "effect", "typical"),
 ) -> pd.DataFrame:
     r"""How far leaving out each patient moves the estimates no random effect reads.
 
-    The residual errors and the covariate effects have no random effect whose size reads a
-    patient's pull on them. Their moves come from the infinitesimal jackknife
-    (``pk.jackknife``: one Newton step from the optimum with the patient's OFV term
-    removed), in hundredths of the estimated scale: :math:`100\,|\Delta\log\sigma|` for a
-    residual error (about its percent change), :math:`100\,|\Delta\beta|` for an exponent
-    or the log of a level's factor. One Newton step understates the largest moves (by a
-    quarter on warfarin), so every patient whose reading reaches ``exact_from`` is refitted
-    without them, and the exact move replaces the reading.
+    The residual errors, the covariate effects and the typical values of parameters without
+    a random effect (``pk.random``) have no random effect whose size reads a patient's pull
+    on them. Their moves come from the infinitesimal jackknife (``pk.jackknife``: one Newton
+    step from the optimum with the patient's OFV term removed), in hundredths of the
+    estimated scale: :math:`100\,|\Delta\log\sigma|` for a residual error and
+    :math:`100\,|\Delta\log\theta|` for a typical value (about their percent changes),
+    :math:`100\,|\Delta\beta|` for an exponent or the log of a level's factor. One Newton
+    step understates the largest moves (by a quarter on warfarin), so every patient whose
+    reading reaches ``exact_from`` is refitted without them, and the exact move replaces the
+    reading.
 
     Parameters
     ----------
@@ -180,15 +182,19 @@ def jackknife_moves(
         Prefix of the estimates' names (the PK endpoint).
     exact_from : float
         Reading from which a patient's moves are computed by an exact refit.
-    kinds : tuple of str, default ("residual", "effect")
-        Which estimates to read: residual errors, covariate effects or both.
+    kinds : tuple of str, default ("residual", "effect", "typical")
+        Which estimates to read: residual errors, covariate effects, typical values of the
+        parameters without a random effect (those with one are read from their etas by
+        :func:`influence_moves`).
 
     Returns
     -------
     pandas.DataFrame
         One row per patient (index: source ID), one column per residual error
         (``"<pk_label>: <name> residual error"``) and per effect
-        (``"<pk_label>: <label> effect"``); empty of columns where the covariance step failed.
+        (``"<pk_label>: <label> effect"``) and per typical value without a random effect
+        (``"<pk_label>: <name> typical value"``); empty of columns where the covariance step
+        failed.
     """
     if not isinstance(pk, PopulationFit):
         raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
@@ -199,7 +205,11 @@ def jackknife_moves(
     unknown = set(kinds) - set(_KIND_NAMES)
     if unknown:
         raise ValueError(f"kinds must be among {sorted(_KIND_NAMES)}, got {sorted(unknown)}")
-    keys = [k for k in pk.jackknife.columns if k[0] in kinds]
+    keys = [
+        key
+        for key in pk.jackknife.columns
+        if key[0] in kinds and not (key[0] == "typical" and key[1] in pk.random)
+    ]
     columns = [f"{pk_label}: {name} {_KIND_NAMES[kind]}" for kind, name in keys]
     moves = pd.DataFrame(
         100 * np.abs(pk.jackknife[keys].to_numpy()), index=pk.eta.index, columns=columns
@@ -209,12 +219,14 @@ def jackknife_moves(
         without = study.subset(np.arange(study.n_patients) != i)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
-            refit = fit_population(without, model=pk.model, error=pk.error, effects=_formulas(pk))
+            refit = fit_population(
+                without, model=pk.model, error=pk.error, effects=_formulas(pk), random=pk.random
+            )
         moves.iloc[i] = 100 * np.abs(_estimated_scale(refit, keys) - base)
     return moves
 
 
-_KIND_NAMES = {"residual": "residual error", "effect": "effect"}
+_KIND_NAMES = {"residual": "residual error", "effect": "effect", "typical": "typical value"}
 
 
 def _estimated_scale(fit: PopulationFit, keys: list) -> np.ndarray:
@@ -222,7 +234,8 @@ def _estimated_scale(fit: PopulationFit, keys: list) -> np.ndarray:
     powers = {term.label for term in fit.effect_terms if not term.categorical}
     values = []
     for kind, name in keys:
-        value = float(fit.residual[name] if kind == "residual" else fit.effects[name])
+        table = {"residual": fit.residual, "typical": fit.typical}.get(kind, fit.effects)
+        value = float(table[name])
         values.append(value if name in powers else np.log(value))
     return np.array(values)
 

@@ -218,6 +218,15 @@ def _mapping_keys(value: object) -> list:
     return list(value) if isinstance(value, dict) else []
 
 
+def _random_names(omega: object, parameters: tuple | None) -> tuple | None:
+    """The parameters a released omega may name: those it names where they are some of the
+    model's (a parameter without a random effect releases no variance), else all of them."""
+    if parameters is None or not isinstance(omega, dict) or not omega:
+        return parameters
+    named = tuple(name for name in parameters if name in omega)
+    return named if len(named) == len(omega) else parameters
+
+
 def _model_parameters(model: object) -> tuple | None:
     try:
         return PkModel(**model).parameters
@@ -324,7 +333,10 @@ def _check_pk(schema: _Schema, released: dict) -> None:
     if "typical" in released:
         schema.estimates(released["typical"], "typical", parameters, positive=True)
     if "omega" in released:
-        schema.estimates(released["omega"], "omega", parameters, positive=False)
+        schema.estimates(
+            released["omega"], "omega", _random_names(released["omega"], parameters),
+            positive=False,
+        )  # fmt: skip
     if "residual" in released:
         error = released.get("error")
         names = ERROR_MODELS.get(error) if isinstance(error, str) else None

@@ -47,8 +47,12 @@ class _Problem:
         error: str,
         residual_names: tuple[str, ...],
         effects: tuple[CovariateEffect, ...] = (),
+        random: np.ndarray | None = None,
     ) -> None:
         self.model = model
+        # Which parameters have a random effect; the others' SDs are held near 0 by the fit.
+        self.p = len(model.parameters)
+        self.random = np.ones(self.p, dtype=bool) if random is None else np.asarray(random)
         self.effects = effects
         # Covariate effects: log typical value of patient i is mu + design[i] @ beta on the
         # parameter ``effect_target``; the betas close the outer point.
@@ -58,7 +62,6 @@ class _Problem:
         self.n_effects = len(effects)
         self.error = error
         self.residual_names = residual_names
-        self.p = len(model.parameters)
         periods = study.dose_period[:, :, None] == study.obs_period[:, None, :]
         self.dosing = _dosing(
             study.dose_time,

@@ -73,11 +73,12 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
     problem = _problem(fit, study)
     names = list(fit.model.parameters)
     mu = np.log(fit.typical[names].to_numpy())
-    eta = fit.eta[names].to_numpy()
+    # A parameter without a random effect has eta 0 and variance 0.
+    eta = fit.eta.reindex(columns=names, fill_value=0.0).to_numpy()
     pred, g0 = _predictions(problem, np.broadcast_to(mu, eta.shape))
     ipred, g = _predictions(problem, mu + eta)
     a, b = (float(fit.residual.get(name, 0.0)) for name in ("additive", "proportional"))
-    omega = fit.omega[names].to_numpy()
+    omega = fit.omega.reindex(names, fill_value=0.0).to_numpy()
     y = problem.y
     linearised = ipred - np.einsum("ok,ok->o", g, eta[problem.patient])
     table = pd.DataFrame(
@@ -226,7 +227,7 @@ def _simulated_studies(
     names = list(fit.model.parameters)
     mu = np.log(fit.typical[names].to_numpy())
     eta = rng.standard_normal((replicates, problem.n_patients, len(names)))
-    log_theta = mu + eta * np.sqrt(fit.omega[names].to_numpy())
+    log_theta = mu + eta * np.sqrt(fit.omega.reindex(names, fill_value=0.0).to_numpy())
     with np.errstate(all="ignore"):
         f = _sensitivities(fit.model, problem.dosing, log_theta, 0)[0]
         pred = _sensitivities(fit.model, problem.dosing, np.broadcast_to(mu, eta.shape[1:]), 0)[0]

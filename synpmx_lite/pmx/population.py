@@ -16,6 +16,15 @@ the effects on parameter :math:`k`; a patient's OFV term depends on :math:`\thet
 :math:`\beta_c` only through it, so that their exact gradient is the typical value's scaled by
 :math:`z_{ic}`.
 
+**Chosen random effects.** ``random=("cl", "v")`` gives only the named parameters an eta;
+the others are typical values shared by every patient (:math:`\eta_{ik} = 0`). The fit
+carries each of them with its between-subject SD held at :math:`10^{-5}`, not estimated: the
+FOCE-I objective below tends to the objective without that eta as the SD goes to 0 (the
+prior pins the mode at 0 and :math:`\log|\Omega| + \log|H_i/2|` loses the eta's term), and
+at :math:`10^{-5}` the two differ by less than :math:`10^{-6}` in OFV (theo_sd and nimoData).
+Such a parameter has no row in ``omega``, no column in ``eta``, and no variance in the
+covariance step.
+
 **Objective: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is
 approximated by Laplace's method around the mode :math:`\hat\eta_i` of the joint density
 (minimizing :math:`L_i(\eta) = \sum_j (\log V_{ij} + r_{ij}^2/V_{ij}) + \eta^\top\Omega^{-1}\eta`,
@@ -139,7 +148,7 @@ from ._foce import (
 )
 from .covariates import CovariateEffect, parse_effects
 from .pk import PkModel, _sensitivities
-from .study import StudyEvents
+from .study import StudyEvents, _random_names
 
 __all__ = [
     "ERROR_MODELS",
@@ -160,6 +169,11 @@ ERROR_MODELS = {
 
 _SAME_OPTIMUM = 0.02  # log scale: a search this close to an earlier run's optimum has joined it
 _OMEGA_SD_BOUNDS = (0.01, 5.0)
+# A parameter without a random effect is carried with its between-subject SD held here, not
+# estimated: the FOCE-I objective tends to the one without that eta as the SD goes to 0, and
+# at 1e-5 the two differ by about SD^2 times the patient's information (below 1e-6 in OFV
+# on theo_sd; ``tests/pmx/test_random_effects.py`` checks it against an SD of 1e-7).
+_NO_ETA_LOG_SD = float(np.log(1e-5))
 # An exponent within +-10; a categorical level's factor within a factor 100 either way.
 _EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
@@ -201,11 +215,13 @@ class PopulationFit:
     typical : pandas.Series
         Typical values, one per parameter of ``model``.
     omega : pandas.Series
-        Between-subject variances of the log parameters (diagonal of :math:`\\Omega`).
+        Between-subject variances of the log parameters (diagonal of :math:`\\Omega`), one
+        per parameter with a random effect (``random``): a parameter without one has no row.
     residual : pandas.Series
         Residual error: ``additive`` SD and/or ``proportional`` fraction.
     eta : pandas.DataFrame
-        Empirical Bayes random effects, one row per patient (index: source ID).
+        Empirical Bayes random effects, one row per patient (index: source ID), one column
+        per parameter with a random effect.
     shrinkage : pandas.Series
         Eta-shrinkage per parameter, between 0 and 1.
     ofv : float
@@ -286,6 +302,11 @@ class PopulationFit:
         return np.sqrt(self.omega)
 
     @property
+    def random(self) -> tuple[str, ...]:
+        """The parameters with a random effect (the others are typical values only)."""
+        return tuple(self.omega.index)
+
+    @property
     def n_patients(self) -> int:
         """Patients fitted."""
         return len(self.eta)
@@ -309,7 +330,10 @@ class PopulationFit:
     @property
     def individual(self) -> pd.DataFrame:
         """Each patient's parameters: typical value, covariate effects and random effects."""
-        log_values = np.log(self.typical[self.eta.columns].to_numpy(float)) + self.eta
+        names = list(self.model.parameters)
+        log_values = np.log(self.typical[names].to_numpy(float)) + self.eta.reindex(
+            columns=names, fill_value=0.0
+        )
         if self.covariate_shift is not None:
             log_values = log_values + self.covariate_shift.to_numpy()
         return np.exp(log_values)
@@ -408,7 +432,7 @@ def _unpacked_series(problem: _Problem, x: np.ndarray):
     factor = np.array([e.categorical for e in problem.effects], dtype=bool)
     return (
         pd.Series(np.exp(x[: problem.p]), index=names),
-        pd.Series(np.exp(2 * log_sd), index=names),
+        pd.Series(np.exp(2 * log_sd[problem.random]), index=np.array(names)[problem.random]),
         pd.Series(residual[problem.residual_columns], index=residual_names),
         pd.Series(np.where(factor, np.exp(beta), beta), index=[e.label for e in problem.effects]),
     )
@@ -606,6 +630,7 @@ def fit_population(
     model: PkModel | None = None,
     error: str | None = None,
     effects: tuple[str, ...] | list[str] | None = None,
+    random: tuple[str, ...] | list[str] | None = None,
     max_iterations: int = 300,
 ) -> PopulationFit:
     """Fit a population PK model to a study's PK endpoint by FOCE-I.
@@ -624,6 +649,11 @@ def fit_population(
         continuous covariate over a reference, default its median) or ``"cl ~ sex"`` (a
         factor for each level of a categorical one but the most common): see
         :mod:`synpmx_lite.pmx.covariates`. Default the roles' ``effects``; ``()`` for none.
+    random : sequence of str, optional
+        The parameters with between-subject variability (an eta), e.g. ``("cl", "v")``; the
+        others are typical values shared by every patient, with no omega in the fit's
+        ``omega`` or ``summary()`` and no column in ``eta``. Default the roles' ``random``
+        (every parameter of the model unless they name some).
     max_iterations : int, default 300
         Most L-BFGS-B iterations of each run of the outer problem.
 
@@ -668,6 +698,7 @@ def fit_population(
         )
     max_iterations = check_count(max_iterations, "max_iterations")
     terms = _study_effects(study, model, effects)
+    random = _random_parameters(model, study.roles.random if random is None else random)
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
         raise ValueError(
             "study has no positive concentration of its PK endpoint: every DV is zero or "
@@ -676,7 +707,7 @@ def fit_population(
     # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
     # start-up and synchronization, which on a loaded machine costs more than the fit itself.
     with _thread_pools().limit(limits=1, user_api="blas"):
-        return _fit(study, model, error, max_iterations, terms)
+        return _fit(study, model, error, max_iterations, terms, random)
 
 
 def _study_effects(study: StudyEvents, model: PkModel, effects: object):
@@ -688,6 +719,13 @@ def _study_effects(study: StudyEvents, model: PkModel, effects: object):
         study.roles.categorical,
         tuple(model.parameters),
     )
+
+
+def _random_parameters(model: PkModel, random: object) -> tuple[str, ...]:
+    """The parameters of ``model`` with a random effect, in the model's order: every one for
+    ``None``, else those named (each once, at least one; a ``ValueError`` otherwise)."""
+    named = _random_names(random, model)
+    return tuple(name for name in model.parameters if named is None or name in named)
 
 
 def _checked_model_and_error(study: object, model: object, error: object) -> tuple[PkModel, str]:
@@ -706,14 +744,20 @@ def _checked_model_and_error(study: object, model: object, error: object) -> tup
 
 
 def _fit(
-    study: StudyEvents, model: PkModel, error: str, max_iterations: int, effects: tuple
+    study: StudyEvents,
+    model: PkModel,
+    error: str,
+    max_iterations: int,
+    effects: tuple,
+    random: tuple[str, ...],
 ) -> PopulationFit:
-    problem = _Problem(study, model, error, ERROR_MODELS[error], effects)
+    random_mask = np.isin(model.parameters, random)
+    problem = _Problem(study, model, error, ERROR_MODELS[error], effects, random=random_mask)
     p, n = problem.p, study.n_patients
     spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
     tail = np.r_[
-        np.full(p, np.log(0.3)),
+        np.where(problem.random, np.log(0.3), _NO_ETA_LOG_SD),
         [residual0[name] for name in ERROR_MODELS[error]],
         np.zeros(problem.n_effects),  # no covariate effect
     ]
@@ -754,7 +798,8 @@ def _search_bounds(problem: _Problem, x0: np.ndarray, residual_bounds: dict) -> 
     errors and covariate effects within their bounds."""
     p = problem.p
     bounds = [(m - _TYPICAL_RANGE, m + _TYPICAL_RANGE) for m in x0[:p]]
-    bounds += [tuple(np.log(_OMEGA_SD_BOUNDS))] * p
+    held = (_NO_ETA_LOG_SD, _NO_ETA_LOG_SD)
+    bounds += [tuple(np.log(_OMEGA_SD_BOUNDS)) if r else held for r in problem.random]
     bounds += [residual_bounds[name] for name in ERROR_MODELS[problem.error]]
     return bounds + [_EFFECT_BOUNDS[effect.categorical] for effect in problem.effects]
 
@@ -778,7 +823,8 @@ def _flip_flop_mirror(
         return None
     x[v], x[ka] = x[cl] - x[ka], x[cl] - x[v]
     p = problem.p
-    x[p + v], x[p + ka] = x[p + ka], x[p + v]  # each SD follows its rate constant
+    if problem.random[v] == problem.random[ka]:  # each SD follows its rate constant
+        x[p + v], x[p + ka] = x[p + ka], x[p + v]
     start = _modes(
         problem, x[None], np.zeros((1, study.n_patients, p)), tolerance=1e-3, iterations=10
     )
@@ -796,8 +842,9 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
     ofv = float(ofv_terms.sum())
     gradient = gradient_terms[0].sum(axis=0)
     low, high = bounds.T
-    at_low, at_high = x - low < _AT_BOUND, high - x < _AT_BOUND
-    free = ~(at_low | at_high)
+    held = np.r_[np.zeros(p, dtype=bool), ~problem.random, np.zeros(k - 2 * p, dtype=bool)]
+    at_low, at_high = (x - low < _AT_BOUND) & ~held, (high - x < _AT_BOUND) & ~held
+    free = ~(at_low | at_high | held)
     index = _parameter_index(problem)
     diagnostics = []
     names = [f"{kind} {name}" for kind, name in index]
@@ -894,7 +941,9 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
     typical, omega, residual, effects = _unpacked_series(problem, x)
     parameter_names = list(problem.model.parameters)
     eta_table = pd.DataFrame(
-        final.eta[0], index=pd.Index(study.ids, name="id"), columns=parameter_names
+        final.eta[0][:, problem.random],
+        index=pd.Index(study.ids, name="id"),
+        columns=omega.index,
     )
     fit = PopulationFit(
         model=problem.model,
@@ -1009,9 +1058,10 @@ def importance_sampling_ofv(
         names = list(fit.model.parameters)
         factor = np.array([e.categorical for e in fit.effect_terms], dtype=bool)
         effects = fit.effects.to_numpy(dtype=float)
+        log_sd = 0.5 * np.log(fit.omega.reindex(names).to_numpy(dtype=float))
         x = np.r_[
             np.log(fit.typical[names].to_numpy(dtype=float)),
-            0.5 * np.log(fit.omega[names].to_numpy(dtype=float)),
+            np.where(np.isin(names, fit.random), log_sd, _NO_ETA_LOG_SD),
             np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
             np.where(factor, np.log(np.where(factor, effects, 1.0)), effects),
         ]

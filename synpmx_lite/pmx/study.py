@@ -85,6 +85,7 @@ class PmxRoles:
     negative_dv: bool = False
     varying: tuple[str, ...] = ()
     effects: tuple[str, ...] = ()
+    random: tuple[str, ...] | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -129,6 +130,7 @@ def pmx_roles(
     negative_dv: bool = False,
     varying: tuple[str, ...] | list[str] = (),
     effects: tuple[str, ...] | list[str] = (),
+    random: tuple[str, ...] | list[str] | None = None,
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -204,6 +206,10 @@ def pmx_roles(
         Covariate effects on the PK model's typical values, as formulas ``"cl ~ wt/70"``
         or ``"cl ~ sex"`` (:mod:`synpmx_lite.pmx.covariates`), each naming one of
         ``covariates``; the default of :func:`synpmx_lite.pmx.population.fit_population`.
+    random : sequence of str, optional
+        The PK parameters with between-subject variability, e.g. ``("cl", "v")``: the
+        default of :func:`synpmx_lite.pmx.population.fit_population`'s ``random``. None (the
+        default) puts a random effect on every parameter of ``model``.
 
     Returns
     -------
@@ -247,6 +253,8 @@ def pmx_roles(
     if not fit_pk and (pk_endpoint is not None or log_dv):
         raise ValueError("a study without a PK fit (fit_pk=False) takes no pk_endpoint or log_dv")
     effects = _effect_formulas(effects, covariates)
+    model = model if model is not None else PkModel()
+    random = _random_names(random, model)
     return PmxRoles(
         **required,
         **optional,
@@ -254,14 +262,30 @@ def pmx_roles(
         categorical=categorical,
         pk_endpoint=pk_endpoint,
         log_dv=log_dv,
-        model=model if model is not None else PkModel(),
+        model=model,
         fit_pk=fit_pk,
         keep=keep,
         graded=graded,
         negative_dv=negative_dv,
         varying=varying,
         effects=effects,
+        random=random,
     )
+
+
+def _random_names(random: object, model: PkModel) -> tuple[str, ...] | None:
+    """The parameters named in ``random``, checked against the model (None: all)."""
+    if random is None:
+        return None
+    if isinstance(random, str) or not isinstance(random, tuple | list):
+        raise TypeError(f"random must be a sequence of parameter names, got {random!r}")
+    unknown = [name for name in random if name not in model.parameters]
+    if unknown or not random or len(set(random)) != len(random):
+        raise ValueError(
+            f"random must name parameters of {model} ({list(model.parameters)}) once each, "
+            f"at least one, got {random!r}"
+        )
+    return tuple(random)
 
 
 def _effect_formulas(effects: object, covariates: tuple) -> tuple:
