@@ -119,7 +119,7 @@ def rounding_interval(released: object, figures: int) -> tuple[np.ndarray, np.nd
     Examples
     --------
     >>> low, high = rounding_interval([67.0, 0.1], 2)
-    >>> low.tolist(), high.tolist()
+    >>> np.round(low, 6).tolist(), np.round(high, 6).tolist()
     ([66.5, 0.0995], [67.5, 0.105])
     """
     figures = check_count(figures, "figures")
