@@ -147,36 +147,40 @@ def exact_log_summary(values: object) -> tuple[float, float]:
     return float(logs.mean()), float(logs.std(ddof=1))
 
 
-def _summaries(release: dict) -> dict[str, tuple[float, float, int]]:
-    """Each differencable summary of a release: (centre, log-scale SD or 0, figures)."""
+def _summaries(release: dict) -> dict[str, tuple[float, float, int, bool]]:
+    """Each differencable summary of a release: its centre, its spread as released (a
+    covariate's sdlog; a parameter's omega, a variance; 0 where none), the figures both are
+    released with, and whether the spread is a variance."""
     found = {}
     for name, summary in _mapping(release.get("covariates")).items():
         summary = _mapping(summary)
         centre, sd = summary.get("geometric_mean"), summary.get("sdlog")
         if _number(centre) and centre > 0:
-            found[name] = (centre, sd if _number(sd) and sd > 0 else 0.0, _FIGURES["summary"])
+            spread = sd if _number(sd) and sd > 0 else 0.0
+            found[name] = (centre, spread, _FIGURES["summary"], False)
     omega = _mapping(release.get("omega"))
     for name, typical in _mapping(release.get("typical")).items():
         variance = omega.get(name)
-        sd = math.sqrt(variance) if _number(variance) and variance > 0 else 0.0
+        spread = variance if _number(variance) and variance > 0 else 0.0
         if _number(typical) and typical > 0:
-            found[f"typical {name}"] = (typical, sd, _FIGURES["estimate"])
+            found[f"typical {name}"] = (typical, spread, _FIGURES["estimate"], True)
     return found
 
 
-def _log_intervals(centre: np.ndarray, sd: np.ndarray, figures: np.ndarray) -> tuple:
-    """Intervals of the log centre and of the SD (an omega's SD from its variance's interval;
-    a zero SD: anything, so that it constrains nothing)."""
+def _log_intervals(
+    centre: np.ndarray, spread: np.ndarray, figures: np.ndarray, variance: np.ndarray
+) -> tuple:
+    """Intervals of the log centre and of the log-scale SD, from released centres and spreads
+    (SDs, or variances where ``variance``); a zero spread stands for any SD, so that it
+    constrains nothing."""
     centre_low, centre_high = np.empty_like(centre), np.empty_like(centre)
-    sd_low, sd_high = np.zeros_like(sd), np.full_like(sd, np.inf)
+    sd_low, sd_high = np.zeros_like(spread), np.full_like(spread, np.inf)
     for f in np.unique(figures):
         rows = figures == f
         centre_low[rows], centre_high[rows] = rounding_interval(centre[rows], int(f))
-        given = rows & (sd > 0)
-        # the covariate's sdlog is released itself; an omega is released as the variance
-        released = np.where(f == _FIGURES["estimate"], sd[given] ** 2, sd[given])
-        low, high = rounding_interval(released, int(f))
-        power = np.where(f == _FIGURES["estimate"], 0.5, 1.0)
+        given = rows & (spread > 0)
+        low, high = rounding_interval(spread[given], int(f))
+        power = np.where(variance[given], 0.5, 1.0)
         sd_low[given], sd_high[given] = low**power, high**power
     return np.log(centre_low), np.log(centre_high), sd_low, sd_high
 
@@ -253,9 +257,10 @@ def differencing_bounds(
     new, old = _summaries(later), _summaries(before)
     names = tuple(name for name in new if name in old)
     known = _known(known_earlier, names)
-    numbers = np.array([new[name] + old[name][:2] for name in names], dtype=float).reshape(-1, 5)
-    later_intervals = _log_intervals(numbers[:, 0], numbers[:, 1], numbers[:, 2])
-    earlier_intervals = list(_log_intervals(numbers[:, 3], numbers[:, 4], numbers[:, 2]))
+    numbers = np.array([new[name] + old[name][:2] for name in names], dtype=float).reshape(-1, 6)
+    figures, variance = numbers[:, 2], numbers[:, 3].astype(bool)
+    later_intervals = _log_intervals(numbers[:, 0], numbers[:, 1], figures, variance)
+    earlier_intervals = list(_log_intervals(numbers[:, 4], numbers[:, 5], figures, variance))
     for i, name in enumerate(names):
         if name in known:
             meanlog, sdlog = known[name]
@@ -331,8 +336,12 @@ def _protected(centre: np.ndarray, rounded: np.ndarray, min_patients: int) -> np
     return chosen
 
 
-def _intervals(centre: np.ndarray, sd: np.ndarray) -> tuple:
-    return _log_intervals(centre, sd, np.full(centre.shape, _FIGURES["summary"]))
+def _intervals(centre: np.ndarray, sdlog: np.ndarray) -> tuple:
+    """The log-scale intervals of released covariate summaries."""
+    shape = centre.shape
+    return _log_intervals(
+        centre, sdlog, np.full(shape, _FIGURES["summary"]), np.zeros(shape, dtype=bool)
+    )
 
 
 def _inverted(ordered: np.ndarray, start: int, min_patients: int) -> tuple:
