@@ -6,6 +6,8 @@ Modules: :mod:`~synpmx_lite.generator.estimate` (fit with influence rounds, buil
 :mod:`~synpmx_lite.generator.release` (the released artefact and its allowlist),
 :mod:`~synpmx_lite.generator.protections` (the rules), :mod:`~synpmx_lite.generator.influence`
 (one patient's influence), :mod:`~synpmx_lite.generator.checks` (checks P1-P5),
+:mod:`~synpmx_lite.generator.ledger` (check P6, between releases),
+:mod:`~synpmx_lite.generator.differencing` (what two releases bound about the patients added),
 :mod:`~synpmx_lite.generator.generate` (synthetic data) and :mod:`~synpmx_lite.generator.cases`
 (constructed warfarin cases). They import :mod:`synpmx_lite.pmx` and the shared helpers.
 """

@@ -10,7 +10,8 @@ released count or frequency whose change between two releases rests on one to ``
 patients, over every count the rounded numbers can stand for.
 
 What it cannot see: releases it is not given, and continuous summaries and estimates, whose
-differences bound the new patients' values rather than count them.
+differences bound the new patients' values rather than count them
+(:mod:`synpmx_lite.generator.differencing` measures how tightly).
 """
 
 from __future__ import annotations

@@ -42,6 +42,17 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   how they compare with the number of patients: a rule that let three values at five patients
   through as a summary pinned their counts.
 
+  The rule is conservative for small studies of measurements, and deliberately so. nimoData's
+  twelve patients hold nine or ten distinct values of age, body surface area, height and
+  weight, so all four are withheld (at most one value of any is held by three patients).
+  Enumerating the count vectors of their values finds hundreds consistent with each trimmed
+  summary, a few with no value under three patients, so a summary released where the
+  consistent vectors are many would let them through. But that test needs the summary of the
+  patients protection 6 keeps, and protection 6 reads the influence on every released
+  summary, including these: the choice would feed back into the rounds that decide it. Read
+  from the number of distinct values, the choice is made before the fit, and the builder and
+  the checks (P3) each make it from the source alone.
+
 References
 ----------
 Hundepool A, Domingo-Ferrer J, Franconi L, et al. Statistical Disclosure Control. Wiley; 2012.

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from synpmx_lite.generator.protections import (
+    few_values,
     fold_categories,
     identifier_like,
     loq_floor,
@@ -15,6 +16,7 @@ from synpmx_lite.generator.protections import (
     trimmed_core_size,
     trimmed_log_summary,
 )
+from synpmx_lite.pmx.study import load_dataset
 from synpmx_lite.rounding import round_significant
 
 
@@ -159,3 +161,15 @@ def test_a_protected_value_is_held_by_nobody_or_enough(values, figures, k):
     holders = np.isclose(round_significant(values, figures), released, rtol=1e-9).sum()
     assert not 0 < holders < k
     assert released == float(round_significant(released, figures))
+
+
+def test_the_code_rule_withholds_nimodatas_measurements():
+    # twelve patients with nine or ten values of each measurement: never summarised, and at
+    # most one value of any held by three patients, so none is released as categories either
+    data, roles = load_dataset("nimoData")
+    per_patient = data.groupby(roles.id)[list(roles.covariates)].first()
+    assert len(per_patient) == 12
+    for name in per_patient:
+        values = per_patient[name].to_numpy(dtype=float)
+        assert few_values(values)
+        assert fold_categories(values, min_patients=3).empty
