@@ -69,6 +69,7 @@ __all__ = [
     "pk_width",
     "rate_at",
     "rerun_spread",
+    "residual_faults_only",
     "trusted_replicates",
 ]
 
@@ -165,10 +166,9 @@ def trusted_replicates(
     excluded : dict
         ``{"flagged": ..., "degenerate": ...}``.
     """
-    flagged = ~arrays["converged"] | arrays["diagnosed"] | arrays["untrusted"]
+    flagged = _flagged(arrays)
     if keep_residual_faults:
-        kinds = fault_kinds(arrays)
-        flagged &= ~np.array([bool(k) and set(k) <= set(RESIDUAL_FAULTS) for k in kinds])
+        flagged &= ~residual_faults_only(arrays)
     estimates = arrays["release unrounded"][:, :pk_width]
     centre = np.median(estimates[~flagged], axis=0)
     spread = 1.4826 * np.median(np.abs(estimates[~flagged] - centre), axis=0)
@@ -184,7 +184,7 @@ def fault_kinds(arrays: dict) -> list[tuple[str, ...]]:
     A fit flagged without any diagnostic reads ``("not converged",)``; shadow releases stored
     without the diagnostics' text read ``("not recorded",)`` for every flagged fit.
     """
-    flagged = ~arrays["converged"] | arrays["diagnosed"] | arrays["untrusted"]
+    flagged = _flagged(arrays)
     texts = arrays.get("diagnostics")
     kinds = []
     for row, bad in enumerate(flagged):
@@ -194,6 +194,17 @@ def fault_kinds(arrays: dict) -> list[tuple[str, ...]]:
         found = [_fault_kind(message) for message in str(texts[row]).split("\n") if message]
         kinds.append(tuple(found) or (("not converged",) if bad else ()))
     return kinds
+
+
+def residual_faults_only(arrays: dict) -> np.ndarray:
+    """Whether each shadow fit is flagged and every fault it reports is in
+    :data:`RESIDUAL_FAULTS` (its error model, not its PK estimates), ``(R,)``."""
+    kinds = fault_kinds(arrays)
+    return np.array([bool(k) and set(k) <= set(RESIDUAL_FAULTS) for k in kinds], dtype=bool)
+
+
+def _flagged(arrays: dict) -> np.ndarray:
+    return ~arrays["converged"] | arrays["diagnosed"] | arrays["untrusted"]
 
 
 def _fault_kind(message: str) -> str:

@@ -13,6 +13,7 @@ from synpmx_lite.attacks.audit import (
     paired_change,
     pk_width,
     rate_at,
+    residual_faults_only,
     trusted_replicates,
 )
 
@@ -165,6 +166,7 @@ def test_fits_flagged_for_the_residual_error_alone_are_told_apart():
         ("residual SD at a bound", "between-subject SD at its floor"),
         (),
     ]
+    assert residual_faults_only(arrays)[:4].tolist() == [True, True, False, False]
     _, strict = trusted_replicates(arrays, pk_width=PK_WIDTH)
     keep, lenient = trusted_replicates(arrays, pk_width=PK_WIDTH, keep_residual_faults=True)
     assert strict["flagged"] == 3 and lenient["flagged"] == 1
