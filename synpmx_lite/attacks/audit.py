@@ -20,7 +20,20 @@ shares and population scores under that release.
 
 Calibration is leave-one-block-out: the replicates fall into :data:`BLOCKS` blocks and a block
 is scored with means and covariance fitted on the others, so no release calibrates its own
-scores. Shadow fits not to be trusted are counted and left out before anything is fitted:
+scores.
+
+Standard errors come from a bootstrap of the shadow releases that reruns the calibration
+(:data:`RESAMPLES` resamples). A block's scores are fitted on the other blocks, so every
+shadow release moves the scores of every release outside its block: the releases' first-order
+terms are not independent, and an SE that treats them so (DeLong's placements clustered by
+release) comes out too small for the online attack, by about a third on a null control. Each
+resample draws releases with replacement within each calibration block (a drawn release
+never calibrates its own copy), refits every attack and recounts the AUC and the
+true-positive rates; the SE is the SD over resamples and the rates' intervals are their 2.5
+and 97.5 % quantiles. The same seed draws the same resamples at every rounding, so two
+audits of the same shadow cohorts are paired resample by resample.
+
+Shadow fits not to be trusted are counted and left out before anything is fitted:
 those the engine flags (``converged``, ``diagnostics``), those the generator's checks judge
 untrusted, and degenerate ones, whose unrounded log typical value or variance lies more than
 :data:`DEGENERATE_MADS` robust SDs from the other shadows' median.
@@ -28,6 +41,7 @@ untrusted, and degenerate ones, whose unrounded log typical value or variance li
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,14 +57,19 @@ __all__ = [
     "AUDIT_RATES",
     "BLOCKS",
     "DEGENERATE_MADS",
+    "FAULT_KINDS",
+    "RESAMPLES",
+    "RESIDUAL_FAULTS",
     "Audit",
     "audit_shadows",
     "epsilon_lower_bound",
     "exposed_rates",
+    "fault_kinds",
     "paired_change",
     "pk_width",
     "rate_at",
     "rerun_spread",
+    "residual_faults_only",
     "trusted_replicates",
 ]
 
@@ -62,6 +81,21 @@ AUDIT_RATES = (0.1, 0.01, 0.001)
 BLOCKS = 5
 #: A shadow fit whose unrounded estimate lies this many robust SDs from the median is degenerate.
 DEGENERATE_MADS = 8.0
+#: Kinds of the engine's diagnostics (:class:`~synpmx_lite.pmx.population.PopulationFit`),
+#: each with a pattern of its message; the first that matches names a message.
+FAULT_KINDS = {
+    "residual SD at a bound": r"^residual \S+ sits at a bound",
+    "residual SD not determined": r"do not determine residual ",
+    "between-subject SD at its floor": r"collapsed to its floor",
+    "PK estimate not determined": r"do not determine ",
+    "estimate at a bound": r"sits at a bound",
+    "covariance step failed": r"covariance step failed",
+    "search not converged": r"did not converge",
+}
+#: The kinds that concern the residual error model alone.
+RESIDUAL_FAULTS = ("residual SD at a bound", "residual SD not determined")
+#: Bootstrap resamples of the shadow releases behind every SE and resampled interval.
+RESAMPLES = 100
 _SHRINK = 0.1  # share of the pooled covariance moved to its diagonal
 _CONFIDENCE = 0.95
 
@@ -80,14 +114,22 @@ class Audit:
         Shadow fits left out: ``"flagged"`` by the engine or the generator's checks and
         ``"degenerate"`` by the audit's own check (a fit counts once, under the first).
     summary : pandas.DataFrame
-        A row per attack of :data:`AUDIT_ATTACKS`: ``auc``, ``auc_se``; for each rate of
-        :data:`AUDIT_RATES` (``tpr_10``, ``tpr_1``, ``tpr_0.1``) the share of members flagged at
-        that false-positive rate with ``_low`` and ``_high`` Clopper-Pearson bounds; and
-        ``epsilon``, the lower bound of :func:`epsilon_lower_bound`.
+        A row per attack of :data:`AUDIT_ATTACKS`: ``auc``, ``auc_se`` (bootstrap) and
+        ``auc_se_independent`` (the SE that treats the releases as independent, for
+        comparison); for each rate of :data:`AUDIT_RATES` (``tpr_10``, ``tpr_1``,
+        ``tpr_0.1``) the share of members flagged at that false-positive rate with ``_low``
+        and ``_high`` Clopper-Pearson bounds (every score an independent trial) and
+        ``_boot_low`` and ``_boot_high`` bootstrap bounds (95 %); and ``epsilon``, the lower
+        bound of :func:`epsilon_lower_bound`.
     scores : dict of str to numpy.ndarray
         Each attack's scores, ``(R, n)``.
     member : numpy.ndarray
         Who was in each audited shadow cohort, ``(R, n)``.
+    resampled : dict of str to numpy.ndarray
+        Each attack's AUC and true-positive rates (at :data:`AUDIT_RATES`) on every
+        bootstrap resample, ``(B, 1 + len(AUDIT_RATES))``.
+    resample_index : numpy.ndarray
+        The shadow releases drawn by each resample, ``(B, R)``.
     """
 
     level: str
@@ -96,9 +138,13 @@ class Audit:
     summary: pd.DataFrame
     scores: dict
     member: np.ndarray
+    resampled: dict
+    resample_index: np.ndarray
 
 
-def trusted_replicates(arrays: dict, *, pk_width: int) -> tuple[np.ndarray, dict[str, int]]:
+def trusted_replicates(
+    arrays: dict, *, pk_width: int, keep_residual_faults: bool = False
+) -> tuple[np.ndarray, dict[str, int]]:
     """Which shadow releases to audit, and how many were left out for which reason.
 
     Parameters
@@ -108,6 +154,10 @@ def trusted_replicates(arrays: dict, *, pk_width: int) -> tuple[np.ndarray, dict
     pk_width : int
         Leading columns of the released vector that are PK estimates (:func:`pk_width`); the
         degenerate-fit check reads these.
+    keep_residual_faults : bool, default False
+        Keep the fits whose every diagnostic concerns the residual error model (an SD of it
+        at a bound or not determined), which the generator still releases under review
+        (keyword-only; a sensitivity reading, see :func:`fault_kinds`).
 
     Returns
     -------
@@ -116,7 +166,9 @@ def trusted_replicates(arrays: dict, *, pk_width: int) -> tuple[np.ndarray, dict
     excluded : dict
         ``{"flagged": ..., "degenerate": ...}``.
     """
-    flagged = ~arrays["converged"] | arrays["diagnosed"] | arrays["untrusted"]
+    flagged = _flagged(arrays)
+    if keep_residual_faults:
+        flagged &= ~residual_faults_only(arrays)
     estimates = arrays["release unrounded"][:, :pk_width]
     centre = np.median(estimates[~flagged], axis=0)
     spread = 1.4826 * np.median(np.abs(estimates[~flagged] - centre), axis=0)
@@ -126,6 +178,42 @@ def trusted_replicates(arrays: dict, *, pk_width: int) -> tuple[np.ndarray, dict
     return keep, {"flagged": int(flagged.sum()), "degenerate": int(degenerate.sum())}
 
 
+def fault_kinds(arrays: dict) -> list[tuple[str, ...]]:
+    """The kinds of each shadow fit's diagnostics (:data:`FAULT_KINDS`), in the order reported.
+
+    A fit flagged without any diagnostic reads ``("not converged",)``; shadow releases stored
+    without the diagnostics' text read ``("not recorded",)`` for every flagged fit.
+    """
+    flagged = _flagged(arrays)
+    texts = arrays.get("diagnostics")
+    kinds = []
+    for row, bad in enumerate(flagged):
+        if texts is None:
+            kinds.append(("not recorded",) if bad else ())
+            continue
+        found = [_fault_kind(message) for message in str(texts[row]).split("\n") if message]
+        kinds.append(tuple(found) or (("not converged",) if bad else ()))
+    return kinds
+
+
+def residual_faults_only(arrays: dict) -> np.ndarray:
+    """Whether each shadow fit is flagged and every fault it reports is in
+    :data:`RESIDUAL_FAULTS` (its error model, not its PK estimates), ``(R,)``."""
+    kinds = fault_kinds(arrays)
+    return np.array([bool(k) and set(k) <= set(RESIDUAL_FAULTS) for k in kinds], dtype=bool)
+
+
+def _flagged(arrays: dict) -> np.ndarray:
+    return ~arrays["converged"] | arrays["diagnosed"] | arrays["untrusted"]
+
+
+def _fault_kind(message: str) -> str:
+    for kind, pattern in FAULT_KINDS.items():
+        if re.search(pattern, message):
+            return kind
+    return "other"
+
+
 def pk_width(name: str) -> int:
     """Columns of a study's released vector that are PK estimates: a log typical value and a
     log variance per parameter (the rest are shares)."""
@@ -133,7 +221,14 @@ def pk_width(name: str) -> int:
 
 
 def audit_shadows(
-    arrays: dict, level: str, *, pk_width: int, null_control: bool = False, seed: int = 0
+    arrays: dict,
+    level: str,
+    *,
+    pk_width: int,
+    null_control: bool = False,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    keep_residual_faults: bool = False,
 ) -> Audit:
     """The three attacks on one study's shadow releases at one rounding.
 
@@ -149,7 +244,11 @@ def audit_shadows(
         Shuffle the releases between shadow cohorts first (keyword-only): membership then says
         nothing about a release, and every AUC should be a half.
     seed : int, default 0
-        Seed of the shuffle and of the threshold split (keyword-only).
+        Seed of the shuffle, the threshold split and the bootstrap (keyword-only).
+    resamples : int, default RESAMPLES
+        Bootstrap resamples behind the SEs (keyword-only, at least 2).
+    keep_residual_faults : bool, default False
+        As for :func:`trusted_replicates` (keyword-only).
 
     Returns
     -------
@@ -158,7 +257,10 @@ def audit_shadows(
     if f"release {level}" not in arrays:
         raise ValueError(f"level: no release {level!r} in these shadow releases")
     rng = np.random.default_rng(check_count(seed, "seed", minimum=0))
-    keep, excluded = trusted_replicates(arrays, pk_width=pk_width)
+    resamples = check_count(resamples, "resamples", minimum=2)
+    keep, excluded = trusted_replicates(
+        arrays, pk_width=pk_width, keep_residual_faults=keep_residual_faults
+    )
     member = arrays["member"][keep]
     release, own = arrays[f"release {level}"][keep], arrays[f"own {level}"][keep]
     if null_control:
@@ -166,16 +268,82 @@ def audit_shadows(
         release, own = release[order], own[order]
     if len(member) < 2 * BLOCKS:
         raise ValueError(f"arrays: {len(member)} trusted shadow releases, fewer than {2 * BLOCKS}")
-    scores = {
+    scores = attack_scores(release, own, member)
+    split = rng.random(len(member)) < 0.5
+    index = _resample_index(rng, len(member), resamples)
+    resampled = _resampled_rates(release, own, member, index)
+    rows = [
+        {"attack": name}
+        | summarise(s, member, split)
+        | _resampled_columns(resampled[name], len(member))
+        for name, s in scores.items()
+    ]
+    summary = pd.DataFrame(rows)
+    return Audit(level, len(member), excluded, summary, scores, member, resampled, index)
+
+
+def attack_scores(release: np.ndarray, own: np.ndarray, member: np.ndarray) -> dict:
+    """Every attack of :data:`AUDIT_ATTACKS` fitted and scored (shapes as for
+    :func:`lira_online`)."""
+    return {
         "LiRA online": lira_online(release, own, member),
         "LiRA offline": lira_offline(own, member),
         "linear": linear_score(own),
     }
-    split = rng.random(len(member)) < 0.5
-    summary = pd.DataFrame(
-        [{"attack": name} | summarise(s, member, split) for name, s in scores.items()]
-    )
-    return Audit(level, len(member), excluded, summary, scores, member)
+
+
+def _resample_index(rng: np.random.Generator, replicates: int, resamples: int) -> np.ndarray:
+    """``(resamples, replicates)`` draws with replacement within each calibration block, in
+    block order, so that a resample's blocks are the original blocks' releases."""
+    block = _blocks(replicates)
+    starts = np.searchsorted(block, np.arange(BLOCKS))
+    sizes = np.bincount(block, minlength=BLOCKS)
+    offsets = np.floor(rng.random((resamples, replicates)) * sizes[block]).astype(int)
+    return starts[block] + offsets
+
+
+def _resampled_rates(
+    release: np.ndarray, own: np.ndarray, member: np.ndarray, index: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Each attack's AUC and true-positive rates on every resample, recalibrated."""
+    rows = {name: [] for name in AUDIT_ATTACKS}
+    for drawn in index:
+        chosen = member[drawn]
+        for name, s in attack_scores(release[drawn], own[drawn], chosen).items():
+            members, others = s[chosen], s[~chosen]
+            rows[name].append(_auc_and_rates(members, others))
+    return {name: np.array(values) for name, values in rows.items()}
+
+
+def _auc_and_rates(members: np.ndarray, others: np.ndarray) -> list[float]:
+    """The AUC (ties half) and the true-positive rates at :data:`AUDIT_RATES`, from one sort
+    of the non-members (as :func:`rate_at` and DeLong's placements, faster)."""
+    ordered = np.sort(others)
+    below = np.searchsorted(ordered, members, "left")
+    auc = (below + np.searchsorted(ordered, members, "right")).mean() / (2 * ordered.size)
+    rates = []
+    for rate in AUDIT_RATES:
+        allowed = int(np.floor(rate * ordered.size + 1e-9))
+        threshold = ordered[::-1][min(allowed, ordered.size - 1)]
+        rates.append(float((members > threshold).mean()))
+    return [float(auc), *rates]
+
+
+def _bootstrap_se(values: np.ndarray, replicates: int) -> float:
+    """SD over resamples, corrected for drawing within blocks (which shrinks the variance
+    by (b - 1) / b for blocks of b releases)."""
+    per_block = replicates / BLOCKS
+    return float(values.std(ddof=1) * np.sqrt(per_block / (per_block - 1)))
+
+
+def _resampled_columns(resampled: np.ndarray, replicates: int) -> dict[str, float]:
+    """The bootstrap SE of the AUC and the 95 % bootstrap bounds of each rate."""
+    tail = 100 * (1 - _CONFIDENCE) / 2
+    row = {"auc_se": _bootstrap_se(resampled[:, 0], replicates)}
+    for column, rate in enumerate(AUDIT_RATES, start=1):
+        low, high = np.percentile(resampled[:, column], [tail, 100 - tail])
+        row[f"tpr_{100 * rate:g}_boot_low"], row[f"tpr_{100 * rate:g}_boot_high"] = low, high
+    return row
 
 
 def _blocks(replicates: int) -> np.ndarray:
@@ -298,14 +466,15 @@ def epsilon_lower_bound(tp: int, members: int, fp: int, non_members: int) -> flo
 
 
 def summarise(scores: np.ndarray, member: np.ndarray, split: np.ndarray) -> dict[str, float]:
-    """AUC with its replicate-clustered SE, rates with Clopper-Pearson bounds, and the epsilon
+    """AUC with the SE that treats replicates as independent (``auc_se_independent``), rates
+    with Clopper-Pearson bounds, and the epsilon
     lower bound with the threshold chosen on the replicates of ``split`` and its rates counted
     on the others (so the choice does not inflate the bound)."""
     replicates = len(member)
     members = scores[member].reshape(replicates, -1)
     others = scores[~member].reshape(replicates, -1)
     auc, terms = _replicate_terms(members, others)
-    row = {"auc": auc, "auc_se": _mean_standard_error(terms, False)}
+    row = {"auc": auc, "auc_se_independent": _mean_standard_error(terms, False)}
     for rate in AUDIT_RATES:
         column = f"tpr_{100 * rate:g}"
         tp, total, _, _ = rate_at(members.ravel(), others.ravel(), rate)
@@ -338,13 +507,13 @@ def _split_epsilon(members: np.ndarray, others: np.ndarray, split: np.ndarray) -
 
 def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, float]:
     """The AUC of ``after`` less that of ``before`` on the same shadow cohorts, and its SE
-    (from the difference of each replicate's first-order terms, so the pairing cancels the
-    cohorts' shared luck).
+    (the SD of the change over the two audits' shared bootstrap resamples, so the pairing
+    cancels the cohorts' shared luck).
 
     Parameters
     ----------
     before, after : Audit
-        Two audits of the same shadow releases at different roundings.
+        Two audits of the same shadow releases at different roundings, with the same seed.
     attack : str
         One of :data:`AUDIT_ATTACKS`.
 
@@ -354,17 +523,11 @@ def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, floa
     """
     if not np.array_equal(before.member, after.member):
         raise ValueError("before, after: audits of different shadow cohorts cannot be paired")
-    terms = []
-    for audit in (before, after):
-        scores, member = audit.scores[attack], audit.member
-        replicates = len(member)
-        terms.append(
-            _replicate_terms(
-                scores[member].reshape(replicates, -1), scores[~member].reshape(replicates, -1)
-            )
-        )
-    change = terms[1][0] - terms[0][0]
-    return change, _mean_standard_error(terms[1][1] - terms[0][1], False)
+    if not np.array_equal(before.resample_index, after.resample_index):
+        raise ValueError("before, after: audits with different resamples (seeds) cannot be paired")
+    aucs = [audit.summary.set_index("attack").loc[attack, "auc"] for audit in (before, after)]
+    change = after.resampled[attack][:, 0] - before.resampled[attack][:, 0]
+    return float(aucs[1] - aucs[0]), _bootstrap_se(change, after.replicates)
 
 
 def exposed_rates(
@@ -426,7 +589,8 @@ def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) ->
     -------
     pandas.DataFrame
         Per attack: ``mean`` AUC over the reruns, ``spread`` (their SD), ``se`` (the reruns'
-        mean SE) and ``ratio`` (spread over SE, near 1 when the SEs are right).
+        mean bootstrap SE), ``ratio`` (spread over SE, near 1 when the SEs are right), and
+        ``ratio_independent``, the same with the SE that treats releases as independent.
     """
     groups = check_count(groups, "groups", minimum=2)
     keep, _ = trusted_replicates(arrays, pk_width=pk_width)
@@ -443,6 +607,12 @@ def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) ->
         for g in range(groups)
     )
     table = summaries.groupby("attack", sort=False).agg(
-        mean=("auc", "mean"), spread=("auc", "std"), se=("auc_se", "mean")
+        mean=("auc", "mean"),
+        spread=("auc", "std"),
+        se=("auc_se", "mean"),
+        se_independent=("auc_se_independent", "mean"),
     )
-    return table.assign(ratio=table["spread"] / table["se"])
+    return table.assign(
+        ratio=table["spread"] / table["se"],
+        ratio_independent=table["spread"] / table["se_independent"],
+    )

@@ -128,6 +128,8 @@ def shadow_releases(
         of a PK estimate in the whole study's fit (infinite for a patient the influence rounds
         left out); ``converged``, ``diagnosed`` and ``untrusted`` ``(R,)``, the fits' trust
         signals (the flag, any diagnostic, and the generator's own judgement in its checks);
+        ``diagnostics`` ``(R,)``, each PK fit's diagnostics one a line (empty for a
+        fit without any), so that the audit can say why it left a fit out;
         and per level of :data:`RELEASE_LEVELS`, ``release <level>`` ``(R, d)`` (log typical
         values, log variances, released shares; a share not released is 0) and ``own
         <level>`` ``(R, n, 2)`` (each candidate's shares and population scores against the
@@ -186,6 +188,7 @@ def _trust(fits: list[ModelFit]) -> dict[str, np.ndarray]:
         "converged": np.array([f.pk.converged for f in fits]),
         "diagnosed": np.array([bool(f.pk.diagnostics) for f in fits]),
         "untrusted": np.array(untrusted),
+        "diagnostics": np.array(["\n".join(f.pk.diagnostics) for f in fits], dtype=str),
     }
 
 

@@ -37,17 +37,19 @@ def test_stored_shadow_releases_match_a_recomputation():
     for key, values in fresh.items():
         expected = stored.arrays[key]
         expected = expected if key == "influence" else expected[:RECOMPUTED]
-        np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-12, err_msg=key)
+        if values.dtype.kind == "U":  # the fits' diagnostics, as text
+            np.testing.assert_array_equal(values, expected, err_msg=key)
+        else:
+            np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-12, err_msg=key)
 
 
 def test_null_control_on_the_real_generator_is_a_coin_toss():
-    # Over shuffles the LiRA AUCs' z-scores spread about 1.4 times as widely as the SE says
-    # (block-shared calibration), so the tolerance is three SEs.
+    # The bootstrap SEs rerun the calibration, so two of them make an honest band.
     name = "warfarin"
     arrays = shipped(name).arrays
     summary = audit_shadows(
         arrays, "1 figure", pk_width=pk_width(name), null_control=True, seed=20261202
     ).summary
-    assert (np.abs(summary["auc"] - 0.5) < 3 * summary["auc_se"]).all()
+    assert (np.abs(summary["auc"] - 0.5) < 2 * summary["auc_se"]).all()
     real = audit_shadows(arrays, "1 figure", pk_width=pk_width(name), seed=20261202).summary
     assert real["auc"].iloc[0] > 0.5 + 10 * real["auc_se"].iloc[0]
