@@ -239,7 +239,7 @@ def differencing_bounds(
     DifferencingBounds
         One bound per summary both releases hold (covariate geometric means with their
         ``sdlog``; PK typical values with their omegas), read at the figures the policy
-        releases them with (two for covariate summaries, one for estimates; protection 5).
+        releases them with (two for covariate summaries, one for estimates; the rounding).
 
     Raises
     ------
