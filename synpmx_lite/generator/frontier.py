@@ -50,7 +50,14 @@ SOURCES = ("pmx", "generator", "rounding.py", "_validation.py", "stored.py", "pl
 #: The settings of the stored refits.
 DEFAULT_SETTINGS: dict = {
     "studies": [
-        "warfarin", "theo_sd", "theo_md", "mavoglurant", "wbcSim", "mad_sim", "pkpd_sim", "onc_sim",
+        "warfarin",
+        "theo_sd",
+        "theo_md",
+        "mavoglurant",
+        "wbcSim",
+        "mad_sim",
+        "pkpd_sim",
+        "onc_sim",
     ],
     "estimation_seed": 1,
     "replicates": 12,

@@ -990,7 +990,6 @@ def _arranged(
 _NM = {"id": "ID", "time": "TIME", "dv": "DV", "amt": "AMT", "evid": "EVID"}
 
 
-
 def _simulated_roles(model: PkModel) -> PmxRoles:
     """The roles of the simulated designs' files, which share their columns."""
     return pmx_roles(
