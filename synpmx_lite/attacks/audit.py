@@ -55,6 +55,7 @@ from .membership_generator import _mean_standard_error, _replicate_terms
 __all__ = [
     "AUDIT_ATTACKS",
     "AUDIT_RATES",
+    "AUDIT_SEED",
     "BLOCKS",
     "DEGENERATE_MADS",
     "FAULT_KINDS",
@@ -68,6 +69,7 @@ __all__ = [
     "paired_change",
     "pk_width",
     "rate_at",
+    "release_epsilon_bound",
     "rerun_spread",
     "residual_faults_only",
     "trusted_replicates",
@@ -79,6 +81,9 @@ AUDIT_ATTACKS = ("LiRA online", "LiRA offline", "linear")
 AUDIT_RATES = (0.1, 0.01, 0.001)
 #: Blocks of replicates for leave-one-block-out calibration.
 BLOCKS = 5
+#: The seed of the audit's threshold split and null-control shuffle, one for every chapter
+#: that reads the audit, so that they quote one bound.
+AUDIT_SEED = 20261202
 #: A shadow fit whose unrounded estimate lies this many robust SDs from the median is degenerate.
 DEGENERATE_MADS = 8.0
 #: Kinds of the engine's diagnostics (:class:`~synpmx_lite.pmx.population.PopulationFit`),
@@ -344,6 +349,32 @@ def _resampled_columns(resampled: np.ndarray, replicates: int) -> dict[str, floa
         low, high = np.percentile(resampled[:, column], [tail, 100 - tail])
         row[f"tpr_{100 * rate:g}_boot_low"], row[f"tpr_{100 * rate:g}_boot_high"] = low, high
     return row
+
+
+def release_epsilon_bound(
+    arrays: dict, *, pk_width: int, level: str = "1 figure", seed: int = AUDIT_SEED
+) -> pd.Series:
+    """The largest epsilon lower bound any of the audit's attacks puts on one study's release.
+
+    Parameters
+    ----------
+    arrays : dict
+        The study's shadow releases, as for :func:`audit_shadows`.
+    pk_width : int
+        As for :func:`trusted_replicates`.
+    level : str, default "1 figure"
+        The release's rounding (keyword-only): the ordinary release leaves at one figure.
+    seed : int, default AUDIT_SEED
+        The threshold split's seed (keyword-only), the membership chapter's by default.
+
+    Returns
+    -------
+    pandas.Series
+        ``epsilon`` (the bound, at 95 % confidence) and ``attack`` (the attack that gives it).
+    """
+    summary = audit_shadows(arrays, level, pk_width=pk_width, seed=seed).summary
+    best = summary.loc[summary["epsilon"].idxmax()]
+    return pd.Series({"epsilon": float(best["epsilon"]), "attack": str(best["attack"])})
 
 
 def _blocks(replicates: int) -> np.ndarray:

@@ -79,7 +79,8 @@ from ..pmx.study import (
     prepare_study,
 )
 from ..rounding import round_significant
-from .checks import _untrusted_fits, release_checks
+from .checks import CHECK_QUESTIONS, _untrusted_fits, release_checks
+from .design import dose_changed_patients, scheduled_visits
 from .influence import (
     MAX_LEFT_OUT_SHARE,
     LeftOut,
@@ -109,6 +110,7 @@ __all__ = [
     "model_fingerprint",
     "model_privacy_checks",
     "privacy_checks_across_studies",
+    "release_refusal",
     "synpmx_model_estimate",
 ]
 
@@ -340,12 +342,9 @@ def synpmx_model_estimate(
         roles = dataclasses.replace(roles, random=_random_names(random, roles.model))
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
-    if study.dose_central is not None:
-        # The fingerprint's doses carry no route: synthetic IV doses would be given orally.
-        raise ValueError(
-            "data has doses into the central compartment (roles.cmt 2) under an oral model: "
-            "the fingerprint releases no dose route, so such a study cannot be released yet"
-        )
+    refusal = release_refusal(study)
+    if refusal is not None:
+        raise ValueError(refusal)
     if not isinstance(residual_readings, bool):
         raise TypeError(f"residual_readings must be a bool, got {residual_readings!r}")
     kept, last, history = _influence_rounds(
@@ -588,8 +587,7 @@ def _keep_values(fit: ModelFit, arm: object) -> dict:
 def _dose_change(fit: ModelFit, cohort: np.ndarray) -> float:
     """The share of the cohort with a dose unlike their previous one in the same period."""
     doses = fit.study.doses[fit.study.doses["patient"].isin(cohort)]
-    previous = doses.groupby(["patient", "period"])["amount"].shift()
-    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+    changed = dose_changed_patients(doses).size
     return share_two_sided(changed, cohort.size, fit.min_arm_patients)
 
 
@@ -602,11 +600,7 @@ def _endpoint_release(fit: ModelFit, cohort: np.ndarray) -> dict:
         patients = rows["patient"].unique()
         if patients.size < threshold:
             continue
-        # Each scheduled visit counts once per patient, however many samples were taken.
-        visits_of = rows.drop_duplicates(["patient", "period", "visit"])
-        reached = visits_of.groupby(["period", "visit"])["patient"].nunique()
-        visits = reached.index[reached >= threshold]
-        scheduled = visits_of[pd.MultiIndex.from_frame(visits_of[["period", "visit"]]).isin(visits)]
+        scheduled, visits = scheduled_visits(rows, min_patients=threshold)
         attended = scheduled.groupby("patient").size().reindex(patients, fill_value=0)
         missed = int((attended < len(visits)).sum())
         attended_any = int((attended > 0).sum())
@@ -952,6 +946,62 @@ def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
     )
 
 
+def release_refusal(study: StudyEvents) -> str | None:
+    """Why the generator cannot release ``study`` at all, or None where it can.
+
+    Doses into the central compartment under an oral model (a study that mixes IV and oral
+    doses, ``roles.cmt`` 2) are refused: the fingerprint's doses carry no route, so its
+    synthetic IV doses would be given orally.
+    """
+    if study.dose_central is None:
+        return None
+    return (
+        "data has doses into the central compartment (roles.cmt 2) under an oral model: "
+        "the fingerprint releases no dose route, so such a study cannot be released yet"
+    )
+
+
+def _refused_row(name: str, study: StudyEvents, refusal: str) -> dict:
+    """The across-studies row of a study the generator refuses: nothing is fitted or checked."""
+    verdicts = {check: "not run" for check in CHECK_QUESTIONS if check != "P6"}
+    return {
+        "study": name,
+        "patients": study.n_patients,
+        "left_out": 0,
+        **verdicts,
+        "largest": "none",
+        "random_effects": 0,
+        "pd_models": "none",
+        "attendance_below_1": 0,
+        "free_frequencies": 0,
+        "fit": f"refused: {refusal}",
+    }
+
+
+def _study_row(name: str, fit: ModelFit) -> dict:
+    """One study's row of :func:`privacy_checks_across_studies`."""
+    fingerprint = model_fingerprint(fit)
+    checks = model_privacy_checks(fit, released=fingerprint.to_json()).set_index("check")
+    largest = fit.privacy.largest
+    return {
+        "study": name,
+        "patients": fit.n_source,
+        "left_out": fit.privacy.left_out.patients,
+        **checks["verdict"].to_dict(),
+        "largest": f"{largest['estimate']}, "
+        f"{move_band(largest['largest'], fit.privacy.review, fit.privacy.fail)} "
+        f"{largest['scale']}",
+        "random_effects": len(fingerprint.omega) + len(fingerprint.pd),
+        "pd_models": ", ".join(
+            f"{endpoint}: {model['shape']}" for endpoint, model in fingerprint.pd.items()
+        )
+        or "none",
+        "attendance_below_1": sum(e["attendance"] < 1 for e in fingerprint.endpoints.values()),
+        "free_frequencies": _free_frequencies(fingerprint),
+        "fit": _fit_status(fit, fingerprint),
+    }
+
+
 def privacy_checks_across_studies(
     names: list[str] | tuple[str, ...] | None = None, *, seed: int = 1, return_fits: bool = False
 ) -> pd.DataFrame | tuple[pd.DataFrame, dict[str, ModelFit]]:
@@ -982,10 +1032,12 @@ def privacy_checks_across_studies(
         diagnostics of the PK fit or of a released PD model's fit (or its leave-one-out
         refits) that is not to be trusted, which P5 does not pass
         (:class:`synpmx_lite.pmx.population.FitWarning` is not raised here; this column carries
-        it).
+        it), or "refused: " and why for a study the generator cannot release at all
+        (:func:`release_refusal`), whose verdicts read "not run".
     fits : dict of str to ModelFit
-        Only with ``return_fits``: each study's fit, by name, in the table's order; the one
-        its row was read from, so its ``fit`` column says whether it can be trusted.
+        Only with ``return_fits``: each released study's fit, by name, in the table's order;
+        the one its row was read from, so its ``fit`` column says whether it can be trusted.
+        A refused study has none.
     """
     if names is None:
         names = list(DATASETS)
@@ -1003,34 +1055,17 @@ def privacy_checks_across_studies(
         raise TypeError(f"return_fits must be a bool, got {return_fits!r}")
     rows, fits = [], {}
     for name in names:
+        data, roles = load_dataset(name)
+        study = prepare_study(data, roles)
+        refusal = release_refusal(study)
+        if refusal is not None:
+            rows.append(_refused_row(name, study, refusal))
+            continue
         # A fit that cannot be trusted is reported in the ``fit`` column, not as a warning
         # whose text (with this machine's paths) would leak into the book's output.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
-            fit = fits[name] = synpmx_model_estimate(*load_dataset(name), seed=seed)
-        fingerprint = model_fingerprint(fit)
-        checks = model_privacy_checks(fit, released=fingerprint.to_json()).set_index("check")
-        largest = fit.privacy.largest
-        rows.append(
-            {
-                "study": name,
-                "patients": fit.n_source,
-                "left_out": fit.privacy.left_out.patients,
-                **checks["verdict"].to_dict(),
-                "largest": f"{largest['estimate']}, "
-                f"{move_band(largest['largest'], fit.privacy.review, fit.privacy.fail)} "
-                f"{largest['scale']}",
-                "random_effects": len(fingerprint.omega) + len(fingerprint.pd),
-                "pd_models": ", ".join(
-                    f"{name}: {model['shape']}" for name, model in fingerprint.pd.items()
-                )
-                or "none",
-                "attendance_below_1": sum(
-                    e["attendance"] < 1 for e in fingerprint.endpoints.values()
-                ),
-                "free_frequencies": _free_frequencies(fingerprint),
-                "fit": _fit_status(fit, fingerprint),
-            }
-        )
+            fit = fits[name] = synpmx_model_estimate(data, roles, seed=seed)
+        rows.append(_study_row(name, fit))
     table = pd.DataFrame(rows)
     return (table, fits) if return_fits else table

@@ -49,7 +49,16 @@ SOURCES = ("pmx", "generator", "rounding.py", "_validation.py", "stored.py", "pl
 
 #: The settings of the stored refits.
 DEFAULT_SETTINGS: dict = {
-    "studies": ["warfarin", "theo_sd", "theo_md", "mavoglurant", "wbcSim"],
+    "studies": [
+        "warfarin",
+        "theo_sd",
+        "theo_md",
+        "mavoglurant",
+        "wbcSim",
+        "mad_sim",
+        "pkpd_sim",
+        "onc_sim",
+    ],
     "estimation_seed": 1,
     "replicates": 12,
     "epsilons": [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],

@@ -53,6 +53,7 @@ import opendp.prelude as dp
 
 from .._validation import check_count, check_real
 from ..pmx.population import FitWarning, fit_population
+from .design import dose_changed_patients, scheduled_visits
 from .estimate import ModelFit, model_fingerprint
 from .protections import trimmed_log_summary
 from .release import Fingerprint
@@ -271,15 +272,12 @@ def _patient_shares(fit: ModelFit, in_cohort: np.ndarray) -> dict[str, np.ndarra
     """Per patient: whether their dose changed, and per endpoint the share of its visits they
     attended (0 outside the cohort)."""
     study = fit.study
-    doses = study.doses
-    previous = doses.groupby(["patient", "period"])["amount"].shift()
-    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].unique()
+    changed = dose_changed_patients(study.doses)
     shares = {"dose_change_rate": np.isin(np.arange(study.n_patients), changed) & in_cohort}
     for endpoint, rows in study.observations.groupby("endpoint"):
-        cells = rows.drop_duplicates(["patient", "period", "visit"])
-        visits = cells.groupby(["period", "visit"]).ngroups
+        cells, visits = scheduled_visits(rows)
         attended = cells.groupby("patient").size().reindex(range(study.n_patients), fill_value=0)
-        shares[f"attendance {endpoint}"] = attended.to_numpy() / visits * in_cohort
+        shares[f"attendance {endpoint}"] = attended.to_numpy() / len(visits) * in_cohort
     return {name: share.astype(float) for name, share in shares.items()}
 
 

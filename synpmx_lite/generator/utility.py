@@ -33,6 +33,7 @@ from ..pmx.pd import PdFit, fit_pd_endpoint
 from ..pmx.population import FitWarning, PopulationFit, fit_population
 from ..pmx.study import PmxRoles, StudyEvents, prepare_study
 from ..rounding import round_significant
+from .design import dose_changed_patients, scheduled_visits
 from .estimate import ModelFit, model_fingerprint
 from .generate import synpmx_model_generate
 from .release import Fingerprint
@@ -400,22 +401,22 @@ def vpc_bands(
     return pd.DataFrame(frame)
 
 
-def design_rates(study: StudyEvents) -> pd.Series:
+def design_rates(study: StudyEvents, *, min_patients: int = 1) -> pd.Series:
     """Dose-modification and attendance rates of a study, as the release defines them.
 
     ``dose_change``: share of patients with a dose unlike their previous one in the same
     period; ``attendance``: per endpoint, the share of (patient, visit) cells with an
-    observation among the visits of that endpoint at least one patient attended, each visit
-    counted once per patient.
+    observation among the visits of that endpoint at least ``min_patients`` patients attended
+    (the release's threshold, ``ModelFit.min_arm_patients``, to measure a source as its
+    release does), each visit counted once per patient.
     """
-    doses = study.doses
-    previous = doses.groupby(["patient", "period"])["amount"].shift()
-    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
-    rates = {"dose_change": changed / study.n_patients}
+    min_patients = check_count(min_patients, "min_patients")
+    rates = {"dose_change": dose_changed_patients(study.doses).size / study.n_patients}
     for endpoint, rows in study.observations.groupby("endpoint"):
-        cells = rows.drop_duplicates(["patient", "period", "visit"])
-        visits = cells.groupby(["period", "visit"]).ngroups
-        rates[f"attendance {endpoint}"] = len(cells) / (cells["patient"].nunique() * visits)
+        cells, visits = scheduled_visits(rows, min_patients=min_patients)
+        if len(visits) == 0:  # no visit reaches the threshold: the release has none either
+            continue
+        rates[f"attendance {endpoint}"] = len(cells) / (cells["patient"].nunique() * len(visits))
     return pd.Series(rates, dtype=float)
 
 

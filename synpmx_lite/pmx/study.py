@@ -149,7 +149,7 @@ def pmx_roles(
         amount / rate.
     nominal_time : str, optional
         Column of the planned (nominal) time of each observation, which defines the visits.
-        Without it the k-th observation of each patient is visit k.
+        Without it the k-th observation of each patient in a dosing period is visit k.
     arm : str, optional
         Column of the treatment arm (read at each patient's first row).
     covariates : sequence of str
@@ -674,7 +674,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     if roles.nominal_time:
         observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
     else:
-        observations["visit"] = observations.groupby(["patient", "endpoint"]).cumcount()
+        # Counted afresh in each period: a visit is (period, visit), and counting on across
+        # periods would set a patient's second period apart by their first one's samples.
+        observations["visit"] = observations.groupby(["patient", "period", "endpoint"]).cumcount()
     if roles.fit_pk and roles.model.route == "oral":
         depot = ~doses["central"].to_numpy()
         if (doses["duration"].to_numpy()[depot] > 0).any():
@@ -1011,6 +1013,25 @@ def _arranged(
 
 _NM = {"id": "ID", "time": "TIME", "dv": "DV", "amt": "AMT", "evid": "EVID"}
 
+
+def _simulated_roles(model: PkModel) -> PmxRoles:
+    """The roles of the simulated designs' files, which share their columns."""
+    return pmx_roles(
+        **_NM,
+        dvid="DVID",
+        nominal_time="TIME",
+        rate="RATE",
+        cmt="CMT",
+        arm="DOSE",
+        covariates=["WT", "AGE", "SEX"],
+        categorical=["SEX"],
+        weight="WT",
+        pk_endpoint="cp",
+        negative_dv=True,  # simulated with additive error, as theo_md: a value below 0 is noise
+        model=model,
+    )
+
+
 #: The shipped studies, each a CSV file name and its roles; provenance in
 #: ``synpmx_lite/data/README.md``.
 #:
@@ -1087,18 +1108,25 @@ DATASETS: dict[str, tuple[str, PmxRoles]] = {
         "wbcSim.csv",
         pmx_roles(**_NM, rate="RATE", cmt="CMT", fit_pk=False),
     ),
+    # The seed's four simulated designs (synpmx_lite.pmx.simulated_designs).
+    "mad_sim": ("mad_sim.csv", _simulated_roles(PkModel(route="oral"))),
+    "pkpd_sim": ("pkpd_sim.csv", _simulated_roles(PkModel(route="oral"))),
+    "mixroute_sim": ("mixroute_sim.csv", _simulated_roles(PkModel(route="oral"))),
+    "onc_sim": ("onc_sim.csv", _simulated_roles(PkModel(route="iv"))),
 }
 
 
 def load_dataset(name: str) -> tuple[pd.DataFrame, PmxRoles]:
-    """Read one of the public studies shipped with the package, with its roles.
+    """Read one of the studies shipped with the package, with its roles.
 
     Parameters
     ----------
     name : str
         One of ``"warfarin"``, ``"theo_sd"``, ``"theo_md"``, ``"pheno_sd"``,
-        ``"mavoglurant"``, ``"nimoData"``, ``"wbcSim"`` (see ``synpmx_lite/data/README.md``
-        for provenance).
+        ``"mavoglurant"``, ``"nimoData"``, ``"wbcSim"`` (public data), or one of the seed's
+        simulated designs ``"mad_sim"``, ``"pkpd_sim"``, ``"mixroute_sim"``, ``"onc_sim"``
+        (:mod:`synpmx_lite.pmx.simulated_designs`); see ``synpmx_lite/data/README.md`` for
+        provenance.
 
     Returns
     -------
@@ -1113,7 +1141,9 @@ def load_dataset(name: str) -> tuple[pd.DataFrame, PmxRoles]:
         (nimotuzumab's DV are log concentrations: they rise by about log 2 per doubling of
         the dose, and some are negative), and wbcSim no PK model (its white-cell counts are
         its one endpoint, a PD endpoint; the individual PK parameters it carries are not
-        read).
+        read). The simulated designs: one compartment with first-order absorption (mad_sim,
+        pkpd_sim, and mixroute_sim, whose IV doses enter the central compartment, CMT 2), or
+        IV (onc_sim); concentrations ``cp``, their PD endpoint ``pd`` or ``sld``.
 
     Examples
     --------

@@ -14,6 +14,7 @@ from synpmx_lite.attacks.audit import (
     pk_width,
     rate_at,
     residual_faults_only,
+    release_epsilon_bound,
     trusted_replicates,
 )
 
@@ -56,6 +57,14 @@ def simulated_audit():
     return audit_shadows(shadows, "unrounded", pk_width=PK_WIDTH, resamples=40).summary.set_index(
         "attack"
     )
+
+
+def test_the_release_bound_is_the_largest_any_attack_gives():
+    arrays = simulated_shadows(2)
+    bound = release_epsilon_bound(arrays, pk_width=PK_WIDTH, level="unrounded", seed=3)
+    summary = audit_shadows(arrays, "unrounded", pk_width=PK_WIDTH, seed=3).summary
+    assert bound["epsilon"] == summary["epsilon"].max() > 0
+    assert bound["attack"] == summary.loc[summary["epsilon"].idxmax(), "attack"]
 
 
 def test_lira_beats_the_linear_score_where_the_answer_is_known(simulated_audit):

@@ -165,6 +165,10 @@ def test_load_dataset_names():
         "mavoglurant",
         "nimoData",
         "wbcSim",
+        "mad_sim",
+        "pkpd_sim",
+        "mixroute_sim",
+        "onc_sim",
     }
     with pytest.raises(ValueError, match="name"):
         load_dataset("wbcsim")
@@ -199,3 +203,17 @@ def test_a_patient_split_across_blocks_is_named():
         ValueError, match="patient 1 has rows in separate blocks, starting at rows 0, 11"
     ):
         prepare_study(moved, ROLES)
+
+
+def test_visits_without_nominal_times_are_counted_afresh_each_period():
+    """Found in the usefulness chapter: without nominal times, mavoglurant's second occasion
+    numbered its visits on from the first occasion's samples, so patients with 11 and 12 first
+    samples had no second-occasion visit in common, and the release listed visits twice."""
+    study = prepare_study(*load_dataset("mavoglurant"))
+    obs = study.observations
+    first = obs.groupby(["patient", "period"])["visit"].min()
+    assert (first == 0).all()
+    second = obs[obs["period"] == 1]
+    # Each second-occasion visit is the k-th sample of that occasion for every patient.
+    rank = second.groupby("patient").cumcount()
+    assert (second["visit"].to_numpy() == rank.to_numpy()).all()
