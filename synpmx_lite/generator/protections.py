@@ -48,7 +48,7 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   Enumerating the count vectors of their values finds hundreds consistent with each trimmed
   summary, a few with no value under three patients, so a summary released where the
   consistent vectors are many would let them through. But that test needs the summary of the
-  patients the influence screen keeps, and the influence screen reads the influence on every released
+  patients the influence screen keeps, and the screen reads the influence on every released
   summary, including these: the choice would feed back into the rounds that decide it. Read
   from the number of distinct values, the choice is made before the fit, and the builder and
   the checks (P3) each make it from the source alone.

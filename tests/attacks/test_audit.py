@@ -13,8 +13,8 @@ from synpmx_lite.attacks.audit import (
     paired_change,
     pk_width,
     rate_at,
-    residual_faults_only,
     release_epsilon_bound,
+    residual_faults_only,
     trusted_replicates,
 )
 
