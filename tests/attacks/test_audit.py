@@ -118,20 +118,25 @@ def test_null_control_is_a_coin_toss():
 RERUNS = 32
 
 
-@pytest.fixture(scope="module")
-def null_reruns():
-    """The null control rerun on one simulated study: new cohorts, noise and shuffle each time."""
+def reruns(first_seed, study_seed, *, null_control):
+    """The audit rerun on one simulated study: new cohorts, noise (and shuffle) each time."""
     return pd.concat(
         audit_shadows(
-            simulated_shadows(100 + seed, replicates=40, study_seed=7),
+            simulated_shadows(first_seed + seed, replicates=40, study_seed=study_seed),
             "unrounded",
             pk_width=PK_WIDTH,
-            null_control=True,
+            null_control=null_control,
             seed=seed,
             resamples=12,
         ).summary
         for seed in range(RERUNS)
     ).groupby("attack")
+
+
+@pytest.fixture(scope="module")
+def null_reruns():
+    """The null control rerun: membership says nothing about a release."""
+    return reruns(100, 7, null_control=True)
 
 
 def rerun_limits(level=0.99):
@@ -158,17 +163,8 @@ def test_standard_errors_match_the_spread_over_reruns(null_reruns):
 
 @pytest.fixture(scope="module")
 def signal_reruns():
-    """The audit rerun on one simulated study with membership leaking: new cohorts and noise."""
-    return pd.concat(
-        audit_shadows(
-            simulated_shadows(200 + seed, replicates=40, study_seed=8),
-            "unrounded",
-            pk_width=PK_WIDTH,
-            seed=seed,
-            resamples=12,
-        ).summary
-        for seed in range(RERUNS)
-    ).groupby("attack")
+    """The audit rerun on one simulated study with membership leaking."""
+    return reruns(200, 8, null_control=False)
 
 
 def test_standard_errors_match_the_spread_over_reruns_with_signal(signal_reruns):
