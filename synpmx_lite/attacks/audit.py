@@ -30,7 +30,11 @@ release) comes out too small for the online attack, by about a third on a null c
 resample draws releases with replacement within each calibration block (a drawn release
 never calibrates its own copy), refits every attack and recounts the AUC and the
 true-positive rates; the SE is the SD over resamples and the rates' intervals are their 2.5
-and 97.5 % quantiles. The same seed draws the same resamples at every rounding, so two
+and 97.5 % quantiles. The epsilon lower bound is read the same way: each resample recounts
+the held-out rates at the selected false-positive rate, and the bound takes the 2.5 % point of
+the true-positive rate and the 97.5 % point of the false-positive rate
+(:func:`resampled_epsilon`), where exact binomial intervals would treat every score as an
+independent trial. The same seed draws the same resamples at every rounding, so two
 audits of the same shadow cohorts are paired resample by resample.
 
 Shadow fits not to be trusted are counted and left out before anything is fitted:
@@ -71,6 +75,7 @@ __all__ = [
     "rate_at",
     "release_epsilon_bound",
     "rerun_spread",
+    "resampled_epsilon",
     "residual_faults_only",
     "trusted_replicates",
 ]
@@ -124,15 +129,18 @@ class Audit:
         comparison); for each rate of :data:`AUDIT_RATES` (``tpr_10``, ``tpr_1``,
         ``tpr_0.1``) the share of members flagged at that false-positive rate with ``_low``
         and ``_high`` Clopper-Pearson bounds (every score an independent trial) and
-        ``_boot_low`` and ``_boot_high`` bootstrap bounds (95 %); and ``epsilon``, the lower
-        bound of :func:`epsilon_lower_bound`.
+        ``_boot_low`` and ``_boot_high`` bootstrap bounds (95 %); ``epsilon``, the lower
+        bound of :func:`epsilon_lower_bound` from exact intervals (every score an independent
+        trial, too narrow); and ``epsilon_resampled``, the bound of :func:`resampled_epsilon`
+        from the bootstrap resamples (95 %), the one to quote.
     scores : dict of str to numpy.ndarray
         Each attack's scores, ``(R, n)``.
     member : numpy.ndarray
         Who was in each audited shadow cohort, ``(R, n)``.
     resampled : dict of str to numpy.ndarray
-        Each attack's AUC and true-positive rates (at :data:`AUDIT_RATES`) on every
-        bootstrap resample, ``(B, 1 + len(AUDIT_RATES))``.
+        Each attack's AUC, true-positive rates (at :data:`AUDIT_RATES`) and the held-out
+        true- and false-positive rates at the epsilon bound's selected false-positive rate, on
+        every bootstrap resample, ``(B, 3 + len(AUDIT_RATES))``.
     resample_index : numpy.ndarray
         The shadow releases drawn by each resample, ``(B, R)``.
     """
@@ -276,14 +284,15 @@ def audit_shadows(
     scores = attack_scores(release, own, member)
     split = rng.random(len(member)) < 0.5
     index = _resample_index(rng, len(member), resamples)
-    resampled = _resampled_rates(release, own, member, index)
-    rows = [
-        {"attack": name}
-        | summarise(s, member, split)
-        | _resampled_columns(resampled[name], len(member))
-        for name, s in scores.items()
-    ]
-    summary = pd.DataFrame(rows)
+    rows = {name: summarise(s, member, split) for name, s in scores.items()}
+    chosen = {name: row.pop("selected_rate") for name, row in rows.items()}
+    resampled = _resampled_rates(release, own, member, index, split=split, chosen=chosen)
+    summary = pd.DataFrame(
+        [
+            {"attack": name} | row | _resampled_columns(resampled[name], len(member))
+            for name, row in rows.items()
+        ]
+    )
     return Audit(level, len(member), excluded, summary, scores, member, resampled, index)
 
 
@@ -308,16 +317,45 @@ def _resample_index(rng: np.random.Generator, replicates: int, resamples: int) -
 
 
 def _resampled_rates(
-    release: np.ndarray, own: np.ndarray, member: np.ndarray, index: np.ndarray
+    release: np.ndarray,
+    own: np.ndarray,
+    member: np.ndarray,
+    index: np.ndarray,
+    *,
+    split: np.ndarray,
+    chosen: dict[str, float],
 ) -> dict[str, np.ndarray]:
-    """Each attack's AUC and true-positive rates on every resample, recalibrated."""
+    """Each attack's AUC and true-positive rates on every resample, recalibrated, and its
+    held-out rates at the false-positive rate ``chosen`` on the full data's ``split`` half."""
     rows = {name: [] for name in AUDIT_ATTACKS}
     for drawn in index:
-        chosen = member[drawn]
-        for name, s in attack_scores(release[drawn], own[drawn], chosen).items():
-            members, others = s[chosen], s[~chosen]
-            rows[name].append(_auc_and_rates(members, others))
+        cohorts, half = member[drawn], split[drawn]
+        for name, s in attack_scores(release[drawn], own[drawn], cohorts).items():
+            members, others = s[cohorts], s[~cohorts]
+            held = _held_out_rates(
+                s[half][cohorts[half]], s[half][~cohorts[half]],
+                s[~half][cohorts[~half]], s[~half][~cohorts[~half]], chosen[name],
+            )  # fmt: skip
+            rows[name].append(_auc_and_rates(members, others) + held)
     return {name: np.array(values) for name, values in rows.items()}
+
+
+def _held_out_rates(
+    members: np.ndarray, others: np.ndarray, held_members: np.ndarray, held_others: np.ndarray,
+    rate: float,
+) -> list[float]:  # fmt: skip
+    """True- and false-positive rates on the held-out scores at the threshold that flags
+    ``rate`` of the selection half's non-members."""
+    if members.size == 0 or others.size == 0 or held_members.size == 0 or held_others.size == 0:
+        return [np.nan, np.nan]  # a resample that drew one half only
+    threshold = _threshold(others, rate)
+    return [float((held_members > threshold).mean()), float((held_others > threshold).mean())]
+
+
+def _threshold(others: np.ndarray, rate: float) -> float:
+    """The score above which at most ``rate`` of ``others`` lie."""
+    allowed = int(np.floor(rate * others.size + 1e-9))
+    return float(np.sort(others.ravel())[::-1][min(allowed, others.size - 1)])
 
 
 def _auc_and_rates(members: np.ndarray, others: np.ndarray) -> list[float]:
@@ -348,7 +386,35 @@ def _resampled_columns(resampled: np.ndarray, replicates: int) -> dict[str, floa
     for column, rate in enumerate(AUDIT_RATES, start=1):
         low, high = np.percentile(resampled[:, column], [tail, 100 - tail])
         row[f"tpr_{100 * rate:g}_boot_low"], row[f"tpr_{100 * rate:g}_boot_high"] = low, high
+    row["epsilon_resampled"] = resampled_epsilon(resampled)
     return row
+
+
+def resampled_epsilon(resampled: np.ndarray, *, confidence: float = _CONFIDENCE) -> float:
+    r"""The epsilon lower bound from one attack's bootstrap resamples.
+
+    The bound of :func:`epsilon_lower_bound` with the lower ``(1 - confidence) / 2`` point of
+    the held-out true-positive rate and the upper point of the false-positive rate over the
+    resamples in place of exact binomial bounds: the resamples refit the attack, so they carry
+    the dependence between scores that exact intervals ignore.
+
+    Parameters
+    ----------
+    resampled : numpy.ndarray
+        One attack's rows of :attr:`Audit.resampled`, ``(B, 3 + len(AUDIT_RATES))``.
+    confidence : float, default 0.95
+        Two-sided level of the rates' intervals (keyword-only).
+
+    Returns
+    -------
+    float
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: {confidence!r} is not between 0 and 1")
+    tail = 100 * (1 - confidence) / 2
+    tpr, fpr = resampled[:, -2], resampled[:, -1]
+    tpr_low, fpr_high = np.nanpercentile(tpr, tail), np.nanpercentile(fpr, 100 - tail)
+    return _epsilon_from_bounds(float(tpr_low), float(fpr_high))
 
 
 def release_epsilon_bound(
@@ -370,11 +436,19 @@ def release_epsilon_bound(
     Returns
     -------
     pandas.Series
-        ``epsilon`` (the bound, at 95 % confidence) and ``attack`` (the attack that gives it).
+        ``epsilon`` (the resampled bound of :func:`resampled_epsilon`), ``attack`` (the attack
+        that gives it) and ``confidence``, each attack's level: 95 % Bonferroni-corrected for
+        taking the largest of :data:`AUDIT_ATTACKS` (the tails at a third of 5 %, read from
+        :data:`RESAMPLES` resamples, so near their extremes).
     """
-    summary = audit_shadows(arrays, level, pk_width=pk_width, seed=seed).summary
-    best = summary.loc[summary["epsilon"].idxmax()]
-    return pd.Series({"epsilon": float(best["epsilon"]), "attack": str(best["attack"])})
+    audit = audit_shadows(arrays, level, pk_width=pk_width, seed=seed)
+    confidence = 1 - (1 - _CONFIDENCE) / len(AUDIT_ATTACKS)
+    bounds = {
+        name: resampled_epsilon(values, confidence=confidence)
+        for name, values in audit.resampled.items()
+    }
+    attack = max(bounds, key=bounds.get)
+    return pd.Series({"epsilon": bounds[attack], "attack": attack, "confidence": confidence})
 
 
 def _blocks(replicates: int) -> np.ndarray:
@@ -490,6 +564,13 @@ def epsilon_lower_bound(tp: int, members: int, fp: int, non_members: int) -> flo
     """
     tpr_low, _ = _clopper_pearson(tp, members)
     _, fpr_high = _clopper_pearson(fp, non_members)
+    return _epsilon_from_bounds(tpr_low, fpr_high)
+
+
+def _epsilon_from_bounds(tpr_low: float, fpr_high: float) -> float:
+    """The larger of the two DP inequalities' log ratios at these bounds, and 0."""
+    if tpr_low >= 1:
+        return np.inf if fpr_high < 1 else 0.0
     bounds = [0.0, np.log((1 - fpr_high) / (1 - tpr_low))]
     if tpr_low > 0:
         bounds.append(np.log(tpr_low / fpr_high))
@@ -498,9 +579,9 @@ def epsilon_lower_bound(tp: int, members: int, fp: int, non_members: int) -> flo
 
 def summarise(scores: np.ndarray, member: np.ndarray, split: np.ndarray) -> dict[str, float]:
     """AUC with the SE that treats replicates as independent (``auc_se_independent``), rates
-    with Clopper-Pearson bounds, and the epsilon
-    lower bound with the threshold chosen on the replicates of ``split`` and its rates counted
-    on the others (so the choice does not inflate the bound)."""
+    with Clopper-Pearson bounds, and the epsilon lower bound with the threshold chosen on the
+    replicates of ``split`` and its rates counted on the others (so the choice does not
+    inflate the bound), with the false-positive rate that chose it (``selected_rate``)."""
     replicates = len(member)
     members = scores[member].reshape(replicates, -1)
     others = scores[~member].reshape(replicates, -1)
@@ -511,12 +592,15 @@ def summarise(scores: np.ndarray, member: np.ndarray, split: np.ndarray) -> dict
         tp, total, _, _ = rate_at(members.ravel(), others.ravel(), rate)
         row[column] = tp / total
         row[f"{column}_low"], row[f"{column}_high"] = _clopper_pearson(tp, total)
-    row["epsilon"] = _split_epsilon(members, others, split)
+    row["epsilon"], row["selected_rate"] = _split_epsilon(members, others, split)
     return row
 
 
-def _split_epsilon(members: np.ndarray, others: np.ndarray, split: np.ndarray) -> float:
-    """Epsilon lower bound at the threshold that gives the largest bound on ``split``."""
+def _split_epsilon(
+    members: np.ndarray, others: np.ndarray, split: np.ndarray
+) -> tuple[float, float]:
+    """Epsilon lower bound at the threshold that gives the largest bound on ``split``, and
+    the false-positive rate on ``split`` that sets that threshold."""
     # Thresholds that flag at least ten selection non-members: fewer make the choice chase noise.
     rates = np.geomspace(min(10 / others[split].size, 0.5), 0.5, 30)
     chosen = max(
@@ -525,15 +609,15 @@ def _split_epsilon(members: np.ndarray, others: np.ndarray, split: np.ndarray) -
             *rate_at(members[split].ravel(), others[split].ravel(), r)
         ),
     )
-    allowed = int(np.floor(chosen * others[split].size + 1e-9))
-    threshold = np.sort(others[split].ravel())[::-1][min(allowed, others[split].size - 1)]
+    threshold = _threshold(others[split], chosen)
     held_members, held_others = members[~split].ravel(), others[~split].ravel()
-    return epsilon_lower_bound(
+    epsilon = epsilon_lower_bound(
         int((held_members > threshold).sum()),
         held_members.size,
         int((held_others > threshold).sum()),
         held_others.size,
     )
+    return epsilon, float(chosen)
 
 
 def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, float]:
@@ -564,11 +648,16 @@ def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, floa
 def exposed_rates(
     audit: Audit, influence: np.ndarray, attack: str, *, share: float = 0.1
 ) -> pd.DataFrame:
-    """True-positive rates on the most influential patients beside everyone's.
+    """True- and false-positive rates on the most influential patients beside everyone's.
 
     The threshold is the one that flags each rate of :data:`AUDIT_RATES` of all non-members;
-    the rates are then counted on the members among the ``share`` of patients with the largest
-    P5 influence (at least one patient), and on every member.
+    the rates are then counted on the members and on the non-members among the ``share`` of
+    patients with the largest P5 influence (at least one patient), and on everyone. A patient
+    who scores high in or out of a cohort raises both of their group's rates, so the group's
+    own false-positive rate and its AUC (its members against its non-members) are what say
+    whether the attack finds them more than others. The intervals treat every score as an
+    independent trial, although the exposed group's many scores come from few patients: they
+    are too narrow for it.
 
     Parameters
     ----------
@@ -585,20 +674,28 @@ def exposed_rates(
     -------
     pandas.DataFrame
         A row per rate and group (``"most influential"``, ``"everyone"``): ``tpr``, ``low``,
-        ``high`` (Clopper-Pearson) and ``members`` scored.
+        ``high`` (Clopper-Pearson), ``members`` scored, ``fpr`` (the group's non-members
+        flagged), ``non_members`` scored and ``auc`` (the group's members against its
+        non-members, ties half).
     """
     scores, member = audit.scores[attack], audit.member
     count = max(int(np.ceil(share * member.shape[1])), 1)
     exposed = np.zeros(member.shape[1], dtype=bool)
     exposed[np.argsort(-influence, kind="stable")[:count]] = True
     others = scores[~member]
+    groups = {"most influential": exposed, "everyone": np.ones_like(exposed)}
     rows = []
     for rate in AUDIT_RATES:
-        for group, chosen in (("most influential", member & exposed), ("everyone", member)):
-            tp, total, _, _ = rate_at(scores[chosen], others, rate)
-            low, high = _clopper_pearson(tp, total)
-            rows.append({"rate": rate, "group": group, "tpr": tp / total, "low": low,
-                         "high": high, "members": total})  # fmt: skip
+        threshold = _threshold(others, rate)
+        for group, within in groups.items():
+            inside, outside = scores[member & within], scores[~member & within]
+            tp = int((inside > threshold).sum())
+            low, high = _clopper_pearson(tp, inside.size)
+            rows.append({"rate": rate, "group": group, "tpr": tp / inside.size, "low": low,
+                         "high": high, "members": inside.size,
+                         "fpr": float((outside > threshold).mean()),
+                         "non_members": outside.size,
+                         "auc": _auc_and_rates(inside, outside)[0]})  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -9,11 +9,13 @@ from scipy import stats
 from synpmx_lite.attacks.audit import (
     audit_shadows,
     epsilon_lower_bound,
+    exposed_rates,
     fault_kinds,
     paired_change,
     pk_width,
     rate_at,
     release_epsilon_bound,
+    resampled_epsilon,
     residual_faults_only,
     trusted_replicates,
 )
@@ -59,12 +61,38 @@ def simulated_audit():
     )
 
 
-def test_the_release_bound_is_the_largest_any_attack_gives():
+def test_the_release_bound_is_the_largest_resampled_bound_corrected_for_three_attacks():
     arrays = simulated_shadows(2)
     bound = release_epsilon_bound(arrays, pk_width=PK_WIDTH, level="unrounded", seed=3)
-    summary = audit_shadows(arrays, "unrounded", pk_width=PK_WIDTH, seed=3).summary
-    assert bound["epsilon"] == summary["epsilon"].max() > 0
-    assert bound["attack"] == summary.loc[summary["epsilon"].idxmax(), "attack"]
+    audit = audit_shadows(arrays, "unrounded", pk_width=PK_WIDTH, seed=3)
+    corrected = {
+        name: resampled_epsilon(values, confidence=1 - 0.05 / 3)
+        for name, values in audit.resampled.items()
+    }
+    assert bound["confidence"] == pytest.approx(1 - 0.05 / 3)
+    assert bound["epsilon"] == max(corrected.values()) > 0
+    assert bound["attack"] == max(corrected, key=corrected.get)
+    # Wider tails give a smaller bound than any attack's uncorrected one.
+    summary = audit.summary.set_index("attack")
+    assert bound["epsilon"] <= summary.loc[bound["attack"], "epsilon_resampled"]
+
+
+def test_resampled_epsilon_reads_the_held_out_rates_tails():
+    tpr = np.linspace(0.5, 0.7, 41)
+    fpr = np.linspace(0.01, 0.03, 41)
+    resampled = np.column_stack([np.zeros((41, 4)), tpr, fpr])
+    expected = np.log(np.percentile(tpr, 2.5) / np.percentile(fpr, 97.5))
+    assert resampled_epsilon(resampled) == pytest.approx(expected)
+    assert resampled_epsilon(resampled, confidence=0.5) > resampled_epsilon(resampled)
+    with pytest.raises(ValueError, match="confidence"):
+        resampled_epsilon(resampled, confidence=1.0)
+
+
+def test_resampled_epsilon_is_below_the_exact_one_where_scores_are_dependent(simulated_audit):
+    # Exact intervals count every score as an independent trial; the resamples refit the
+    # attack and so carry the dependence, giving wider rates and a smaller bound.
+    online = simulated_audit.loc["LiRA online"]
+    assert 0 < online["epsilon_resampled"] < online["epsilon"]
 
 
 def test_lira_beats_the_linear_score_where_the_answer_is_known(simulated_audit):
@@ -90,20 +118,25 @@ def test_null_control_is_a_coin_toss():
 RERUNS = 32
 
 
-@pytest.fixture(scope="module")
-def null_reruns():
-    """The null control rerun on one simulated study: new cohorts, noise and shuffle each time."""
+def reruns(first_seed, study_seed, *, null_control):
+    """The audit rerun on one simulated study: new cohorts, noise (and shuffle) each time."""
     return pd.concat(
         audit_shadows(
-            simulated_shadows(100 + seed, replicates=40, study_seed=7),
+            simulated_shadows(first_seed + seed, replicates=40, study_seed=study_seed),
             "unrounded",
             pk_width=PK_WIDTH,
-            null_control=True,
+            null_control=null_control,
             seed=seed,
             resamples=12,
         ).summary
         for seed in range(RERUNS)
     ).groupby("attack")
+
+
+@pytest.fixture(scope="module")
+def null_reruns():
+    """The null control rerun: membership says nothing about a release."""
+    return reruns(100, 7, null_control=True)
 
 
 def rerun_limits(level=0.99):
@@ -126,6 +159,21 @@ def test_standard_errors_match_the_spread_over_reruns(null_reruns):
     assert ((low < ratio) & (ratio < high)).all(), ratio
     independent = spread / null_reruns["auc_se_independent"].mean()
     assert independent["LiRA online"] > high, independent
+
+
+@pytest.fixture(scope="module")
+def signal_reruns():
+    """The audit rerun on one simulated study with membership leaking."""
+    return reruns(200, 8, null_control=False)
+
+
+def test_standard_errors_match_the_spread_over_reruns_with_signal(signal_reruns):
+    # With real signal the AUC's variance has a members' and a non-members' share that the
+    # null control does not exercise (the linear score cannot see past the offsets).
+    assert (signal_reruns["auc"].mean()[["LiRA online", "LiRA offline"]] > 0.6).all()
+    low, high = rerun_limits()
+    ratio = signal_reruns["auc"].std() / signal_reruns["auc_se"].mean()
+    assert ((low < ratio) & (ratio < high)).all(), ratio
 
 
 def test_null_control_holds_within_two_standard_errors_over_reruns(null_reruns):
@@ -152,6 +200,26 @@ def test_resampled_rate_intervals_hold_the_estimate():
     for rate in ("10", "1"):
         assert (summary[f"tpr_{rate}_boot_low"] <= summary[f"tpr_{rate}"]).all()
         assert (summary[f"tpr_{rate}"] <= summary[f"tpr_{rate}_boot_high"]).all()
+
+
+def test_exposed_rates_count_the_groups_own_false_positives():
+    # Patients with a large offset score high in and out of a cohort: made the "most
+    # influential", their members are flagged often, but so are their non-members.
+    arrays = simulated_shadows(9)
+    audit = audit_shadows(arrays, "unrounded", pk_width=PK_WIDTH, resamples=2)
+    offset = (arrays["own unrounded"][..., 0]).mean(axis=0)
+    table = exposed_rates(audit, offset, "linear", share=0.2).set_index(["rate", "group"])
+    exposed, everyone = table.loc[(0.1, "most influential")], table.loc[(0.1, "everyone")]
+    assert exposed["tpr"] > everyone["tpr"]
+    assert exposed["fpr"] > 3 * everyone["fpr"]
+    assert everyone["fpr"] <= 0.1
+    assert exposed["tpr"] / exposed["fpr"] < everyone["tpr"] / everyone["fpr"]
+    # The group's AUC is its members against its own non-members, by brute force.
+    group = np.argsort(-offset, kind="stable")[: int(np.ceil(0.2 * offset.size))]
+    scores, member = audit.scores["linear"][:, group], audit.member[:, group]
+    pairs = scores[member][:, None] - scores[~member][None, :]
+    assert exposed["auc"] == pytest.approx((pairs > 0).mean() + (pairs == 0).mean() / 2)
+    assert exposed["non_members"] == (~member).sum()
 
 
 def test_fits_flagged_for_the_residual_error_alone_are_told_apart():
