@@ -39,7 +39,7 @@ from scipy import stats
 
 from .._validation import check_count
 from ..rounding import round_significant
-from .checks import _FIGURES, _mapping, _number, _read
+from .checks import RELEASED_FIGURES, as_mapping, is_number, read_release
 from .protections import TRIM, protected_value, trimmed_core_size, trimmed_moments
 
 __all__ = [
@@ -163,18 +163,18 @@ def _summaries(release: dict) -> dict[str, tuple[float, float, int, bool]]:
     covariate's sdlog; a parameter's omega, a variance; 0 where none), the figures both are
     released with, and whether the spread is a variance."""
     found = {}
-    for name, summary in _mapping(release.get("covariates")).items():
-        summary = _mapping(summary)
+    for name, summary in as_mapping(release.get("covariates")).items():
+        summary = as_mapping(summary)
         centre, sd = summary.get("geometric_mean"), summary.get("sdlog")
-        if _number(centre) and centre > 0:
-            spread = sd if _number(sd) and sd > 0 else 0.0
-            found[name] = (centre, spread, _FIGURES["summary"], False)
-    omega = _mapping(release.get("omega"))
-    for name, typical in _mapping(release.get("typical")).items():
+        if is_number(centre) and centre > 0:
+            spread = sd if is_number(sd) and sd > 0 else 0.0
+            found[name] = (centre, spread, RELEASED_FIGURES["summary"], False)
+    omega = as_mapping(release.get("omega"))
+    for name, typical in as_mapping(release.get("typical")).items():
         variance = omega.get(name)
-        spread = variance if _number(variance) and variance > 0 else 0.0
-        if _number(typical) and typical > 0:
-            found[f"typical {name}"] = (typical, spread, _FIGURES["estimate"], True)
+        spread = variance if is_number(variance) and variance > 0 else 0.0
+        if is_number(typical) and typical > 0:
+            found[f"typical {name}"] = (typical, spread, RELEASED_FIGURES["estimate"], True)
     return found
 
 
@@ -258,7 +258,7 @@ def differencing_bounds(
         The later release does not hold more patients than the earlier, or ``known_earlier``
         names a summary the releases do not share or gives no finite mean and SD.
     """
-    later, before = _read(released)[0], _read(earlier)[0]
+    later, before = read_release(released)[0], read_release(earlier)[0]
     big, small = later.get("cohort_size"), before.get("cohort_size")
     if not (isinstance(big, int) and isinstance(small, int) and big > small >= 2):
         raise ValueError(
@@ -291,7 +291,7 @@ def _known(known: Mapping | None, names: tuple[str, ...]) -> dict[str, tuple[flo
     for name, pair in known.items():
         if name not in names:
             raise ValueError(f"known_earlier names {name!r}, which is not in both releases")
-        if not (isinstance(pair, Sequence) and len(pair) == 2 and all(map(_number, pair))):
+        if not (isinstance(pair, Sequence) and len(pair) == 2 and all(map(is_number, pair))):
             raise ValueError(f"known_earlier[{name!r}] must be a (meanlog, sdlog) pair")
         if pair[1] < 0:
             raise ValueError(f"known_earlier[{name!r}]: the SD must not be negative")
@@ -307,7 +307,7 @@ def _released(cuts: np.ndarray, min_patients: int, rounded: np.ndarray | None = 
     patients per row), as :func:`synpmx_lite.generator.estimate.model_fingerprint` makes them
     when no patient is left out: trimmed, moved off values one or two patients hold, at two
     figures. ``rounded``: the cuts at two figures, where the caller has them."""
-    figures = _FIGURES["summary"]
+    figures = RELEASED_FIGURES["summary"]
     meanlog, sdlog = trimmed_moments(np.sort(np.log(cuts), axis=1), TRIM)
     rounded = round_significant(cuts, figures) if rounded is None else rounded
     centre = _protected(np.exp(meanlog), rounded, min_patients)
@@ -327,7 +327,7 @@ def _protected(centre: np.ndarray, rounded: np.ndarray, min_patients: int) -> np
     """:func:`synpmx_lite.generator.protections.protected_value` for many cuts at once (one
     value per patient, ``rounded`` at two figures): the same walk, nearest first, up to
     :data:`_MOVE_UNITS` units within one power of ten; NaN where it needs to go further."""
-    figures = _FIGURES["summary"]
+    figures = RELEASED_FIGURES["summary"]
     start = round_significant(centre, figures)
     power = 10.0 ** np.floor(np.log10(start))
     unit = power * 10.0 ** (1 - figures)
@@ -351,7 +351,7 @@ def _intervals(centre: np.ndarray, sdlog: np.ndarray) -> tuple:
     """The log-scale intervals of released covariate summaries."""
     shape = centre.shape
     return _log_intervals(
-        centre, sdlog, np.full(shape, _FIGURES["summary"]), np.zeros(shape, dtype=bool)
+        centre, sdlog, np.full(shape, RELEASED_FIGURES["summary"]), np.zeros(shape, dtype=bool)
     )
 
 
@@ -370,13 +370,13 @@ def _inverted(ordered: np.ndarray, start: int, min_patients: int) -> tuple:
 
     cuts = with_candidates(interim, np.exp(grid))
     rounded = with_candidates(
-        round_significant(interim, _FIGURES["summary"]),
-        round_significant(np.exp(grid), _FIGURES["summary"]),
+        round_significant(interim, RELEASED_FIGURES["summary"]),
+        round_significant(np.exp(grid), RELEASED_FIGURES["summary"]),
     )
     meanlog, sd = trimmed_moments(np.sort(np.log(cuts), axis=1), TRIM)
     want = np.repeat(centre, CANDIDATES)
-    unit = 10.0 ** (np.floor(np.log10(want)) - _FIGURES["summary"] + 1)
-    near = (round_significant(sd, _FIGURES["summary"]) == np.repeat(sdlog, CANDIDATES)) & (
+    unit = 10.0 ** (np.floor(np.log10(want)) - RELEASED_FIGURES["summary"] + 1)
+    near = (round_significant(sd, RELEASED_FIGURES["summary"]) == np.repeat(sdlog, CANDIDATES)) & (
         np.abs(np.exp(meanlog) - want) <= _MOVE_UNITS * unit
     )
     fits = np.zeros(near.size, dtype=bool)
@@ -411,8 +411,8 @@ def _trimming_assumed(ordered: np.ndarray, start: int, added: int, min_patients:
     interim = np.sort(np.log(ordered[:, :start]), axis=1)
     kept = interim[:, k : start - k].sum(axis=1)
     centre = _released(ordered[:, :total], min_patients)[0]
-    low, high = rounding_interval(centre, _FIGURES["summary"])
-    unit = 10.0 ** (np.floor(np.log10(centre)) - _FIGURES["summary"] + 1)
+    low, high = rounding_interval(centre, RELEASED_FIGURES["summary"])
+    unit = 10.0 ** (np.floor(np.log10(centre)) - RELEASED_FIGURES["summary"] + 1)
     mean_low = (core * np.log(np.maximum(low - unit, unit / 10)) - kept) / added
     mean_high = (core * np.log(high + unit) - kept) / added
     mean_low = np.maximum(mean_low, interim[:, k - 1])
