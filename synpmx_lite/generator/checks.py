@@ -87,7 +87,17 @@ from .release import (
     release_problems,
 )
 
-__all__ = ["CHECK_QUESTIONS", "SMALLEST_THRESHOLD", "release_checks"]
+__all__ = [
+    "CHECK_QUESTIONS",
+    "RELEASED_FIGURES",
+    "SMALLEST_THRESHOLD",
+    "as_mapping",
+    "as_sequence",
+    "figures_in",
+    "is_number",
+    "read_release",
+    "release_checks",
+]
 
 #: The smallest threshold in common use in statistical disclosure control (Hundepool et al.
 #: 2012): the checks hold every release to at least this many patients behind a value.
@@ -102,11 +112,12 @@ CHECK_QUESTIONS = {
     "P5": "No single patient moves a released estimate far",
 }
 
-# Significant figures each kind of released number may carry (the rounding, and the
-# single-value rule). An amount may carry more only where it is a dose at least k patients got
-# exactly (a planned dose of 137.5 mg): an arm mean at full precision would give back, to
-# anyone who knows the other patients' doses, the one dose that differs.
-_FIGURES = {
+#: Significant figures each kind of released number may carry (the rounding, and the
+#: single-value rule); read by the checks and by the readers of two releases (ledger,
+#: differencing). An amount may carry more only where it is a dose at least k patients got
+#: exactly (a planned dose of 137.5 mg): an arm mean at full precision would give back, to
+#: anyone who knows the other patients' doses, the one dose that differs.
+RELEASED_FIGURES = {
     "estimate": 1,
     "summary": 2,
     "weight": 1,
@@ -131,7 +142,7 @@ _PD_PARAMETERS = tuple(dict.fromkeys(name for names in PD_SHAPES.values() for na
 # --- Reading the inputs -----------------------------------------------------------------------
 
 
-def _read(released: object) -> tuple[dict, list[str]]:
+def read_release(released: object) -> tuple[dict, list[str]]:
     """The release as the dict its JSON holds, and the keys its JSON repeats in one object.
 
     A repeated key is read here as its last value, but another JSON reader may take the
@@ -154,7 +165,8 @@ def _read(released: object) -> tuple[dict, list[str]]:
     return parsed, repeated
 
 
-def _number(value: object) -> bool:
+def is_number(value: object) -> bool:
+    """Whether a value read from a release is a finite real number (not a bool)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -162,11 +174,14 @@ def _count(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _mapping(value: object) -> dict:
+def as_mapping(value: object) -> dict:
+    """A value read from a release if it is a JSON object, else an empty one (a malformed
+    field is then read as absent, and the checks say what is missing)."""
     return value if isinstance(value, dict) else {}
 
 
-def _sequence(value: object) -> list:
+def as_sequence(value: object) -> list:
+    """A value read from a release if it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
 
 
@@ -186,7 +201,7 @@ def _numbers_as_read(value: object) -> object:
     return value
 
 
-def _figures(value: float) -> int:
+def figures_in(value: float) -> int:
     """Significant figures in the shortest decimal text of ``value`` (1 for zero)."""
     digits = np.format_float_positional(abs(float(value)), trim="-").replace(".", "")
     digits = digits.lstrip("0").rstrip("0")
@@ -275,7 +290,7 @@ def _implied_counts(frequency: float, total: int) -> range:
     coarser reading where trailing zeros leave it open, so that a group is called under the
     threshold only where every count the number can stand for is.
     """
-    figures = _figures(frequency)
+    figures = figures_in(frequency)
     half_unit = 0.5 * 10.0 ** (math.floor(math.log10(frequency)) - figures + 1) if frequency else 0
     low = math.ceil((frequency - half_unit) * total - 1e-9)
     high = math.floor((frequency + half_unit) * total + 1e-9)
@@ -301,18 +316,18 @@ def _p2_labels(released: dict) -> list[tuple[tuple, object, str]]:
             labels.append((path, value, "text"))
 
     walk(released, ())
-    for name, pairs in _mapping(released.get("categories")).items():
-        for j, pair in enumerate(_sequence(pairs)):
-            if isinstance(pair, list) and pair and _number(pair[0]):
+    for name, pairs in as_mapping(released.get("categories")).items():
+        for j, pair in enumerate(as_sequence(pairs)):
+            if isinstance(pair, list) and pair and is_number(pair[0]):
                 labels.append((("categories", name, j, 0), pair[0], "level"))
     # A covariate effect's level is judged as a level of its covariate: the path names it.
     labels = [
         label for label in labels if label[0][:1] != ("effects",) or label[0][2:] != ("level",)
     ]
-    for i, effect in enumerate(_sequence(released.get("effects"))):
-        effect = _mapping(effect)
+    for i, effect in enumerate(as_sequence(released.get("effects"))):
+        effect = as_mapping(effect)
         level = effect.get("level")
-        if isinstance(level, str) or _number(level):
+        if isinstance(level, str) or is_number(level):
             labels.append((("effects", i, "level", effect.get("covariate")), level, "level"))
     return labels
 
@@ -432,8 +447,8 @@ def _p3(released: dict, source: _Source) -> list[str]:
     """Released numbers that are one to ``k - 1`` patients' values, or carry too many figures."""
     problems = []
     for field in ("typical", "omega", "residual"):
-        for name, value in _mapping(released.get(field)).items():
-            problems += _excess_figures(value, _FIGURES["estimate"], f"{field} {name}")
+        for name, value in as_mapping(released.get(field)).items():
+            problems += _excess_figures(value, RELEASED_FIGURES["estimate"], f"{field} {name}")
     for part in (
         _p3_graded,
         _p3_pd,
@@ -447,12 +462,12 @@ def _p3(released: dict, source: _Source) -> list[str]:
     ):
         problems += part(released, source)
     rate = released.get("dose_change_rate")
-    return problems + _excess_figures(rate, _FIGURES["share"], "dose-change rate")
+    return problems + _excess_figures(rate, RELEASED_FIGURES["share"], "dose-change rate")
 
 
 def _excess_figures(value: object, limit: int, where: str) -> list[str]:
     """The problem, if any, that ``value`` carries more than ``limit`` significant figures."""
-    if _number(value) and _figures(value) > limit:
+    if is_number(value) and figures_in(value) > limit:
         return [f"{where} {value:g} has more than {limit} significant figure(s)"]
     return []
 
@@ -462,9 +477,9 @@ def _held_by_few(
 ) -> list[str]:
     """The problem, if any, that ``value`` at its precision (at least ``limit`` figures) is the
     value of one to ``k - 1`` patients."""
-    if not _number(value) or len(values) == 0:
+    if not is_number(value) or len(values) == 0:
         return []
-    precision = max(limit, _figures(value))
+    precision = max(limit, figures_in(value))
     holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
     if 0 < holders < source.min_arm_patients:
         return [f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"]
@@ -474,15 +489,15 @@ def _held_by_few(
 def _p3_graded(released: dict, source: _Source) -> list[str]:
     """A graded endpoint's level frequencies: their figures, and levels few patients show."""
     problems = []
-    for name, pairs in _mapping(released.get("graded")).items():
+    for name, pairs in as_mapping(released.get("graded")).items():
         rows = source.endpoint_rows(str(name))
         rows = rows[rows["patient"].isin(np.flatnonzero(source.eligible))]
-        for pair in _sequence(pairs):
-            if not isinstance(pair, list) or len(pair) != 2 or not _number(pair[0]):
+        for pair in as_sequence(pairs):
+            if not isinstance(pair, list) or len(pair) != 2 or not is_number(pair[0]):
                 continue
             level, frequency = pair
             where = f"frequency of {name} level {level:g}"
-            problems += _excess_figures(frequency, _FIGURES["share"], where)
+            problems += _excess_figures(frequency, RELEASED_FIGURES["share"], where)
             held = rows.loc[np.isclose(rows["dv"], level), "patient"].nunique()
             if held < source.min_category_patients:
                 problems.append(f"level {level:g} of {name} is observed in {held} patient(s)")
@@ -492,12 +507,12 @@ def _p3_graded(released: dict, source: _Source) -> list[str]:
 def _p3_pd(released: dict, source: _Source) -> list[str]:
     """PD models: the figures of every number, and the baseline against first observations."""
     problems = []
-    for name, model in _mapping(released.get("pd")).items():
-        model = _mapping(model)
+    for name, model in as_mapping(released.get("pd")).items():
+        model = as_mapping(model)
         numbers_ = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
-        numbers_.update({k: v for k, v in _mapping(model.get("parameters")).items()})
+        numbers_.update({k: v for k, v in as_mapping(model.get("parameters")).items()})
         for key, value in numbers_.items():
-            problems += _excess_figures(value, _FIGURES["estimate"], f"PD {name} {key}")
+            problems += _excess_figures(value, RELEASED_FIGURES["estimate"], f"PD {name} {key}")
         values, owners = source.first_values(str(name))
         problems += _held_by_few(
             model.get("baseline"), values, owners, f"PD {name} baseline", 1, source
@@ -510,8 +525,8 @@ def _p3_covariates(released: dict, source: _Source) -> list[str]:
     problems = []
     kept = int(source.kept.sum())
     core = kept - 2 * max(1, math.ceil(TRIM * kept))
-    for name, summary in _mapping(released.get("covariates")).items():
-        summary = _mapping(summary)
+    for name, summary in as_mapping(released.get("covariates")).items():
+        summary = as_mapping(summary)
         values, owners = source.values(str(name))
         if core < source.min_arm_patients:
             problems.append(
@@ -526,7 +541,7 @@ def _p3_covariates(released: dict, source: _Source) -> list[str]:
             )
         for key in ("geometric_mean", "sdlog"):
             problems += _excess_figures(
-                summary.get(key), _FIGURES["summary"], f"covariate {name} {key}"
+                summary.get(key), RELEASED_FIGURES["summary"], f"covariate {name} {key}"
             )
         mean = summary.get("geometric_mean")
         problems += _held_by_few(mean, values, owners, f"covariate {name} mean", 2, source)
@@ -540,7 +555,7 @@ def _p3_weight(released: dict, source: _Source) -> list[str]:
         return []
     values, owners = source.values(weight)
     reference = released.get("reference_weight")
-    limit = _FIGURES["weight"]
+    limit = RELEASED_FIGURES["weight"]
     problems = _excess_figures(reference, limit, "reference weight")
     return problems + _held_by_few(reference, values, owners, "reference weight", limit, source)
 
@@ -550,18 +565,18 @@ def _p3_categories(released: dict, source: _Source) -> list[str]:
     problems = []
     k_category = source.min_category_patients
     cohort = released.get("cohort_size")
-    for name, pairs in _mapping(released.get("categories")).items():
-        for pair in _sequence(pairs):
+    for name, pairs in as_mapping(released.get("categories")).items():
+        for pair in as_sequence(pairs):
             if not isinstance(pair, list) or len(pair) != 2:
                 continue
             level, frequency = pair
             held = source.level_holders(str(name), level)
             if 0 < held < k_category:
                 problems.append(f"level {level!r} of {name} is held by {held} patient(s)")
-            if _number(frequency):
+            if is_number(frequency):
                 where = f"frequency of {name} {level!r}"
-                problems += _excess_figures(frequency, _FIGURES["share"], where)
-            if _number(frequency) and isinstance(cohort, int) and cohort > 0:
+                problems += _excess_figures(frequency, RELEASED_FIGURES["share"], where)
+            if is_number(frequency) and isinstance(cohort, int) and cohort > 0:
                 span = _implied_counts(frequency, cohort)
                 if span and span[0] >= 1 and span[-1] < k_category:
                     problems.append(
@@ -575,8 +590,8 @@ def _p3_keep(released: dict, source: _Source) -> list[str]:
     """Keep columns' values on the arms that fewer than ``k`` patients hold."""
     problems = []
     k = source.min_arm_patients
-    for i, arm in enumerate(_sequence(released.get("arms"))):
-        for column, value in _mapping(_mapping(arm).get("keep")).items():
+    for i, arm in enumerate(as_sequence(released.get("arms"))):
+        for column, value in as_mapping(as_mapping(arm).get("keep")).items():
             held = source.level_holders(str(column), value) if value is not None else 0
             if value is not None and held < k:
                 problems.append(
@@ -591,23 +606,28 @@ def _p3_doses(released: dict, source: _Source) -> list[str]:
     k = source.min_arm_patients
     doses = source.study.doses
     dose_owners = doses["patient"].to_numpy()
-    for i, arm in enumerate(_sequence(released.get("arms"))):
-        for dose in _sequence(_mapping(arm).get("doses")):
-            dose = _mapping(dose)
+    for i, arm in enumerate(as_sequence(released.get("arms"))):
+        for dose in as_sequence(as_mapping(arm).get("doses")):
+            dose = as_mapping(dose)
             where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
             amount = dose.get("amount")
             problems += _held_by_few(
-                amount, doses["amount"], dose_owners, f"{where}: amount", _FIGURES["amount"], source
+                amount,
+                doses["amount"],
+                dose_owners,
+                f"{where}: amount",
+                RELEASED_FIGURES["amount"],
+                source,
             )
-            if _number(amount) and _figures(amount) > _FIGURES["amount"]:
+            if is_number(amount) and figures_in(amount) > RELEASED_FIGURES["amount"]:
                 given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17)
                 if given < k:
                     problems.append(
-                        f"{where}: amount {amount!r} has more than {_FIGURES['amount']} "
+                        f"{where}: amount {amount!r} has more than {RELEASED_FIGURES['amount']} "
                         f"significant figures and is a dose {given} patient(s) got, not {k}"
                     )
             for key in ("time", "duration"):
-                value, limit = dose.get(key), _FIGURES["time"]
+                value, limit = dose.get(key), RELEASED_FIGURES["time"]
                 problems += _excess_figures(value, limit, f"{where}: {key}")
                 problems += _held_by_few(
                     value, doses[key], dose_owners, f"{where}: {key}", limit, source
@@ -618,15 +638,15 @@ def _p3_doses(released: dict, source: _Source) -> list[str]:
 def _p3_endpoints(released: dict, source: _Source) -> list[str]:
     """Endpoints: attendance figures, visit times against the observation times, the LOQ."""
     problems = []
-    for name, endpoint in _mapping(released.get("endpoints")).items():
-        endpoint = _mapping(endpoint)
+    for name, endpoint in as_mapping(released.get("endpoints")).items():
+        endpoint = as_mapping(endpoint)
         problems += _excess_figures(
-            endpoint.get("attendance"), _FIGURES["share"], f"{name} attendance"
+            endpoint.get("attendance"), RELEASED_FIGURES["share"], f"{name} attendance"
         )
         times, owners = source.visit_times(str(name))
-        for visit in _sequence(endpoint.get("visits")):
+        for visit in as_sequence(endpoint.get("visits")):
             if isinstance(visit, list) and len(visit) == 2:
-                where, limit = f"{name} visit time", _FIGURES["time"]
+                where, limit = f"{name} visit time", RELEASED_FIGURES["time"]
                 problems += _excess_figures(visit[1], limit, where)
                 problems += _held_by_few(visit[1], times, owners, where, limit, source)
         problems += _loq_problems(name, endpoint.get("loq"), source)
@@ -636,7 +656,7 @@ def _p3_endpoints(released: dict, source: _Source) -> list[str]:
 def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
     """The LOQ rule, judged on the source: a 1-2-5 value at most half the lowest value that
     ``k`` patients reached, which no one to ``k - 1`` patients' lowest values equal."""
-    if loq is None or not _number(loq):
+    if loq is None or not is_number(loq):
         return []
     k = source.min_arm_patients
     lowest = source.lowest(str(name))
@@ -649,7 +669,7 @@ def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
     bound = np.sort(lowest.to_numpy())[k - 1] / 2
     if loq > bound * (1 + 1e-9):
         problems.append(f"{name} LOQ {loq:g} lies above half the lowest value {k} patients reached")
-    precision = max(_FIGURES["loq"], _figures(loq))
+    precision = max(RELEASED_FIGURES["loq"], figures_in(loq))
     holders = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, precision)
     if 0 < holders < k:
         problems.append(f"{name} LOQ {loq:g} is the lowest value of {holders} patient(s)")
@@ -677,7 +697,7 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
 
     cohort = released.get("cohort_size")
     cohort = cohort if isinstance(cohort, int) and not isinstance(cohort, bool) else None
-    arms = [a.get("patients") for a in map(_mapping, _sequence(released.get("arms")))]
+    arms = [a.get("patients") for a in map(as_mapping, as_sequence(released.get("arms")))]
     arms = [a for a in arms if isinstance(a, int) and not isinstance(a, bool)]
     if cohort:
         exact("the cohort", cohort)
@@ -688,9 +708,11 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
     if cohort is not None and arms:
         exact("the cohort less its released arms", cohort - sum(arms))
 
-    for name, pairs in _mapping(released.get("categories")).items():
+    for name, pairs in as_mapping(released.get("categories")).items():
         frequencies = [
-            p[1] for p in _sequence(pairs) if isinstance(p, list) and len(p) == 2 and _number(p[1])
+            p[1]
+            for p in as_sequence(pairs)
+            if isinstance(p, list) and len(p) == 2 and is_number(p[1])
         ]
         if not cohort or not frequencies:
             continue
@@ -712,14 +734,14 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         groups.append((f"{name}: patients in no released level", max(low, 0), high, k_category))
 
     eligible = np.flatnonzero(source.eligible)
-    for name, endpoint in _mapping(released.get("endpoints")).items():
-        rate = _mapping(endpoint).get("attendance")
-        if _number(rate) and 0 < rate < 1:
+    for name, endpoint in as_mapping(released.get("endpoints")).items():
+        rate = as_mapping(endpoint).get("attendance")
+        if is_number(rate) and 0 < rate < 1:
             missed, attended, _ = _attendance_groups(str(name), source, eligible)
             exact(f"{name}: patients who missed a visit", missed)
             exact(f"{name}: patients who attended a visit", attended)
     rate = released.get("dose_change_rate")
-    if _number(rate) and 0 < rate < 1:
+    if is_number(rate) and 0 < rate < 1:
         doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
         previous = doses.groupby(["patient", "period"])["amount"].shift()
         changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
@@ -746,11 +768,11 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
 def _graded_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
     """The patients of the cohort observed at each released graded level, and at another."""
     groups = []
-    for name, pairs in _mapping(released.get("graded")).items():
+    for name, pairs in as_mapping(released.get("graded")).items():
         rows = source.endpoint_rows(str(name))
         rows = rows[rows["patient"].isin(eligible)]
-        for pair in _sequence(pairs):
-            if isinstance(pair, list) and len(pair) == 2 and _number(pair[0]):
+        for pair in as_sequence(pairs):
+            if isinstance(pair, list) and len(pair) == 2 and is_number(pair[0]):
                 at = np.isclose(rows["dv"], pair[0])
                 groups.append((f"{name} level {pair[0]:g}", rows.loc[at, "patient"].nunique()))
                 groups.append(
@@ -778,21 +800,21 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
     reach = doses.groupby(["arm", "period", "index"])["patient"].nunique()
     sizes = pd.Series(arms[eligible]).value_counts()
     groups = []
-    for i, arm in enumerate(map(_mapping, _sequence(released.get("arms")))):
+    for i, arm in enumerate(map(as_mapping, as_sequence(released.get("arms")))):
         candidates = list(sizes.index[sizes == arm.get("patients")]) or list(sizes.index)
-        for dose in map(_mapping, _sequence(arm.get("doses"))):
+        for dose in map(as_mapping, as_sequence(arm.get("doses"))):
             period, index = dose.get("period"), dose.get("index")
             if not (_count(period) and _count(index)):
                 continue  # P1 reports it
             got = max((int(reach.get((a, period, index), 0)) for a in candidates), default=0)
             groups.append((f"arm {i + 1}: patients given dose {index} of period {period}", got))
     observations = study.observations[study.observations["patient"].isin(eligible)]
-    for name, endpoint in _mapping(released.get("endpoints")).items():
+    for name, endpoint in as_mapping(released.get("endpoints")).items():
         rows = observations[observations["endpoint"].astype(str) == str(name)]
         groups.append((f"{name}: patients with the endpoint", rows["patient"].nunique()))
         observed = rows.groupby("period")["patient"].nunique()
         reached = rows.groupby(["period", "visit"])["patient"].nunique()
-        visits = _sequence(_mapping(endpoint).get("visits"))
+        visits = as_sequence(as_mapping(endpoint).get("visits"))
         periods = pd.Series(
             [v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])],
             dtype=object,
@@ -808,8 +830,8 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
             groups.append((f"{name}: patients at visit {released_visits} of period {period}", last))
     # A PD model stands for the patients with its endpoint, whether or not the endpoint's
     # visits are released beside it.
-    released_endpoints = set(map(str, _mapping(released.get("endpoints"))))
-    for name in _mapping(released.get("pd")):
+    released_endpoints = set(map(str, as_mapping(released.get("endpoints"))))
+    for name in as_mapping(released.get("pd")):
         if str(name) not in released_endpoints:
             rows = observations[observations["endpoint"].astype(str) == str(name)]
             groups.append((f"{name}: patients behind its PD model", rows["patient"].nunique()))
@@ -906,7 +928,7 @@ def _differs(value: object, expected: float | None, where: str) -> list[str]:
     """The problem, if any, that a released number is not the one the source gives."""
     if expected is None:
         return [] if value is None else [f"{where} {value!r} is released, the source gives none"]
-    if _number(value) and math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12):
+    if is_number(value) and math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12):
         return []
     return [f"{where} {value!r} is not what the source gives ({expected:g})"]
 
@@ -929,11 +951,11 @@ def _recomputed_counts(released: dict, source: _Source) -> list[str]:
     problems = _differs(
         released.get("cohort_size"), float(sum(sizes[a] for a in order)), "cohort_size"
     )
-    shown = [_mapping(arm).get("patients") for arm in _sequence(released.get("arms"))]
+    shown = [as_mapping(arm).get("patients") for arm in as_sequence(released.get("arms"))]
     if shown != [int(sizes[a]) for a in order]:
         problems.append(f"arm sizes {shown} are not the source's {[int(sizes[a]) for a in order]}")
     eligible = np.flatnonzero(source.eligible)
-    for name, pairs in _mapping(released.get("categories")).items():
+    for name, pairs in as_mapping(released.get("categories")).items():
         column = source.study.covariates.get(str(name))
         if column is not None:
             levels = pd.Series([_key(v) for v in column.iloc[eligible]])
@@ -941,7 +963,7 @@ def _recomputed_counts(released: dict, source: _Source) -> list[str]:
             problems += _folded_frequencies(
                 pairs, counts, counts, source.min_category_patients, f"category {name}"
             )
-    for name, pairs in _mapping(released.get("graded")).items():
+    for name, pairs in as_mapping(released.get("graded")).items():
         rows = source.endpoint_rows(str(name))
         rows = rows[rows["patient"].isin(eligible)]
         counts = rows["dv"].map(_key).value_counts()
@@ -958,7 +980,7 @@ def _folded_frequencies(
     """Released ``[level, frequency]`` pairs against the source's counts: the levels that
     ``threshold`` patients hold, the others folded into the most common of them."""
     kept = holders.index[holders >= threshold]
-    released = {_key(p[0]): p[1] for p in _sequence(pairs) if isinstance(p, list) and len(p) == 2}
+    released = {_key(p[0]): p[1] for p in as_sequence(pairs) if isinstance(p, list) and len(p) == 2}
     if len(kept) < 2:
         return [f"{where} is released, but fewer than two of its levels reach {threshold}"]
     if set(released) != set(kept):
@@ -971,7 +993,7 @@ def _folded_frequencies(
         allowed = [float(round_significant(count / total, 2))]
         if count == largest:  # the folded levels join the most common (any of a tie)
             allowed.append(float(round_significant((count + folded) / total, 2)))
-        if not (_number(frequency) and any(math.isclose(frequency, a) for a in allowed)):
+        if not (is_number(frequency) and any(math.isclose(frequency, a) for a in allowed)):
             problems.append(f"{where} level {key} at {frequency!r} is not the source's")
     return problems
 
@@ -994,12 +1016,12 @@ def _recomputed_rates(released: dict, source: _Source, eligible: np.ndarray) -> 
         _two_sided(changed, eligible.size, k),
         "dose-change rate",
     )
-    for name, endpoint in _mapping(released.get("endpoints")).items():
+    for name, endpoint in as_mapping(released.get("endpoints")).items():
         missed, attended, share = _attendance_groups(str(name), source, eligible)
         expected = (
             1.0 if missed < k else (float(round_significant(share, 2)) if attended >= k else 0.0)
         )
-        problems += _differs(_mapping(endpoint).get("attendance"), expected, f"{name} attendance")
+        problems += _differs(as_mapping(endpoint).get("attendance"), expected, f"{name} attendance")
     return problems
 
 
@@ -1013,8 +1035,8 @@ def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
     """Covariate summaries, the reference weight, LOQs, visit times, planned doses and keep
     values, each recomputed from the source by the single-value rule (part of P3)."""
     problems = _recomputed_covariates(released, source) + _recomputed_weight(released, source)
-    for name, endpoint in _mapping(released.get("endpoints")).items():
-        endpoint = _mapping(endpoint)
+    for name, endpoint in as_mapping(released.get("endpoints")).items():
+        endpoint = as_mapping(endpoint)
         problems += _differs(endpoint.get("loq"), _rule_loq(str(name), source), f"{name} LOQ")
         times, owners = source.visit_times(str(name))
         expected = [
@@ -1031,7 +1053,7 @@ def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
 def _recomputed_covariates(released: dict, source: _Source) -> list[str]:
     """Each continuous covariate's geometric mean and SD on the log scale."""
     problems = []
-    for name, summary in _mapping(released.get("covariates")).items():
+    for name, summary in as_mapping(released.get("covariates")).items():
         values, owners = source.values(str(name))
         if values.size == 0:
             continue  # not a numeric covariate of the source: P2 reports the label
@@ -1039,7 +1061,7 @@ def _recomputed_covariates(released: dict, source: _Source) -> list[str]:
         if kept.size < 3 or np.any(kept <= 0):
             continue  # withheld-size and non-positive columns fail elsewhere
         meanlog, sdlog = _trimmed(np.log(kept)[None, :])
-        summary = _mapping(summary)
+        summary = as_mapping(summary)
         where = f"covariate {name}"
         center = math.exp(float(meanlog[0]))
         mean = _rule_value(center, values, owners, 2, source, positive=True)
@@ -1069,9 +1091,9 @@ def _code_vectors(name: object, summary: dict, kept: np.ndarray, source: _Source
         (summary.get("geometric_mean"), np.exp(mean)),
         (summary.get("sdlog"), sd),
     ):
-        if not _number(number):
+        if not is_number(number):
             return []
-        half = 0.5 * (_unit(number, max(2, _figures(number))) if number else 0.01)
+        half = 0.5 * (_unit(number, max(2, figures_in(number))) if number else 0.01)
         fits &= np.abs(estimate - number) <= half * (1 + 1e-9)
     small = ((counts >= 1) & (counts < source.min_arm_patients)).any(axis=1)
     if fits.any() and small[fits].all():
@@ -1148,9 +1170,9 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
     owners = doses["patient"].to_numpy()
     problems = []
     for i, (arm, shown) in enumerate(
-        zip(_arm_order(source), _sequence(released.get("arms")), strict=False)
+        zip(_arm_order(source), as_sequence(released.get("arms")), strict=False)
     ):
-        shown, expected = _mapping(shown), []
+        shown, expected = as_mapping(shown), []
         for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
             if group["patient"].nunique() < k:
                 continue
@@ -1182,7 +1204,7 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
             problems.append(
                 f"arm {i + 1} doses {shown.get('doses')} are not the source's {expected}"
             )
-        problems += _recomputed_keep(i, arm, _mapping(shown.get("keep")), source)
+        problems += _recomputed_keep(i, arm, as_mapping(shown.get("keep")), source)
     return problems
 
 
@@ -1234,8 +1256,8 @@ def _effect_columns(columns: pd.Index, released: dict, endpoint: str) -> list[st
     """The move columns of the covariate effects a release holds: each effect's column reads
     ``"<endpoint>: <parameter> ~ <covariate>..."`` (its reference or level after it)."""
     heads = [
-        f"{endpoint}: {_mapping(e).get('parameter')} ~ {_mapping(e).get('covariate')}"
-        for e in _sequence(released.get("effects"))
+        f"{endpoint}: {as_mapping(e).get('parameter')} ~ {as_mapping(e).get('covariate')}"
+        for e in as_sequence(released.get("effects"))
     ]
     return [
         column
@@ -1250,15 +1272,17 @@ def _p5(
 ) -> tuple[str, str, list[str]]:
     # Only the estimates the release holds: a withheld covariate summary moves nothing released.
     endpoint = source.study.pk_endpoint
-    shown = [f"{endpoint}: {name} typical value" for name in _mapping(released.get("typical"))]
-    shown += [f"{endpoint}: {name} between-subject SD" for name in _mapping(released.get("omega"))]
-    for name in _mapping(released.get("covariates")):
+    shown = [f"{endpoint}: {name} typical value" for name in as_mapping(released.get("typical"))]
+    shown += [
+        f"{endpoint}: {name} between-subject SD" for name in as_mapping(released.get("omega"))
+    ]
+    for name in as_mapping(released.get("covariates")):
         shown += [f"{name} mean on the log scale", f"{name} SD on the log scale"]
     shown += _effect_columns(privacy.moves.columns, released, endpoint)
-    shown += [f"{endpoint}: {name} residual error" for name in _mapping(released.get("residual"))]
-    for name, model in _mapping(released.get("pd")).items():
+    shown += [f"{endpoint}: {name} residual error" for name in as_mapping(released.get("residual"))]
+    for name, model in as_mapping(released.get("pd")).items():
         shown += [f"{name}: baseline typical value", f"{name}: baseline between-subject SD"]
-        parameters = _mapping(_mapping(model).get("parameters"))
+        parameters = as_mapping(as_mapping(model).get("parameters"))
         shown += [f"{name}: {parameter} shape parameter" for parameter in parameters]
     moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
     largest = moves.max(axis=0)
@@ -1278,7 +1302,7 @@ def _p5(
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
     # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
     # at its floor shrinks every pull to nothing) they cannot clear anyone, so they cannot pass.
-    untrusted = _untrusted_fits(pk, pd_fits, privacy, _mapping(released.get("pd")))
+    untrusted = _untrusted_fits(pk, pd_fits, privacy, as_mapping(released.get("pd")))
     judged = verdict(value, privacy.review, privacy.fail)
     if untrusted:
         listed = ", ".join(f"{fit} ({why})" for fit, why in untrusted)
@@ -1288,23 +1312,23 @@ def _p5(
     fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
     if pk is None:
         for field in ("typical", "omega", "residual"):
-            if _mapping(released.get(field)):
+            if as_mapping(released.get(field)):
                 problems.append(f"released {field} has no PK fit behind it")
     for field, estimates in fitted.items():
-        shown = _mapping(released.get(field))
+        shown = as_mapping(released.get(field))
         for name, number in estimates.items():
-            expected = float(round_significant(float(number), _FIGURES["estimate"]))
+            expected = float(round_significant(float(number), RELEASED_FIGURES["estimate"]))
             if (
                 name in shown
-                and _number(shown[name])
+                and is_number(shown[name])
                 and not math.isclose(shown[name], expected, rel_tol=1e-9)
             ):
                 problems.append(
                     f"released {field} {name} {shown[name]:g} is not the estimate whose "
                     f"influence was read ({expected:g})"
                 )
-    for name, model in _mapping(released.get("pd")).items():
-        model = _mapping(model)
+    for name, model in as_mapping(released.get("pd")).items():
+        model = as_mapping(model)
         fitted_pd = pd_fits.get(name)
         if fitted_pd is None:
             problems.append(f"released PD model {name} is not a model whose influence was read")
@@ -1316,10 +1340,10 @@ def _p5(
             )
             continue
         shown = {k: model.get(k) for k in ("baseline", "baseline_sd", "residual")}
-        shown.update(_mapping(model.get("parameters")))
+        shown.update(as_mapping(model.get("parameters")))
         for key, number in fitted_pd.estimates().items():
-            expected = float(round_significant(float(number), _FIGURES["estimate"]))
-            if _number(shown.get(key)) and not math.isclose(shown[key], expected, rel_tol=1e-9):
+            expected = float(round_significant(float(number), RELEASED_FIGURES["estimate"]))
+            if is_number(shown.get(key)) and not math.isclose(shown[key], expected, rel_tol=1e-9):
                 problems.append(
                     f"released PD {name} {key} {shown[key]:g} is not the estimate whose "
                     f"influence was read ({expected:g})"
@@ -1343,7 +1367,7 @@ def _unread_pk_estimates(
     ]
     return problems + [
         f"released omega {name} has no random effect behind it (the fit has none on {name})"
-        for name in _mapping(released.get("omega"))
+        for name in as_mapping(released.get("omega"))
         if name not in pk.omega.index
     ]
 
@@ -1401,7 +1425,7 @@ def release_checks(
     ValueError
         ``released`` is not JSON, or its JSON is not an object.
     """
-    parsed, repeated = _read(released)
+    parsed, repeated = read_release(released)
     if not isinstance(study, StudyEvents):
         raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
     if pk is not None and not isinstance(pk, PopulationFit):
@@ -1428,7 +1452,7 @@ def release_checks(
     p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
     p4_verdict = "FAIL" if p4_problems else "pass"
     if claims:
-        stated = _mapping(parsed.get("checks"))
+        stated = as_mapping(parsed.get("checks"))
         for check, found in (("P4", p4_verdict), ("P5", p5_verdict)):
             if stated.get(check) != found:
                 (p4_problems if check == "P4" else p5_problems).append(

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .._validation import check_count
 from ..rounding import round_significant
-from .checks import _FIGURES, _mapping, _number, _read
-from .protections import TRIM, protected_value, trimmed_moments
+from .checks import RELEASED_FIGURES, as_mapping, is_number, read_release
+from .protections import TRIM, protected_value, trimmed_core_size, trimmed_moments
 
 __all__ = [
     "DifferencingBounds",
@@ -52,10 +53,20 @@ __all__ = [
 #: The attackers measured: one holding both releases; one also holding the interim cut's
 #: patients exactly; and one who, holding them, also inverts the release rule for one new
 #: patient (tries every value and keeps those the rule turns into the final release).
-ATTACKERS = ("both releases", "interim patients known", "interim known, rule inverted")
+#: The fourth holds the interim patients, assumes no new patient is among the extremes the final
+#: cut's trimming sets aside, and allows one unit of the single-value rule's move: it works for
+#: any number of new patients.
+ATTACKERS = (
+    "both releases",
+    "interim patients known",
+    "interim known, rule inverted",
+    "interim known, trimming assumed",
+)
 
 # Candidate values the inverting attacker tries for the new patient, log-spaced from half the
-# interim's lowest value to twice its highest; and how many units of the last figure the rule
+# interim's lowest value to twice its highest (so its widest bounds end where the grid ends, not
+# where the data say: a new extreme is set aside by the trimming and the rule then says nothing
+# more of it); and how many units of the last figure the rule
 # may move a geometric mean off a value one or two patients hold, for the pre-filter.
 CANDIDATES = 400
 _MOVE_UNITS = 5
@@ -152,18 +163,18 @@ def _summaries(release: dict) -> dict[str, tuple[float, float, int, bool]]:
     covariate's sdlog; a parameter's omega, a variance; 0 where none), the figures both are
     released with, and whether the spread is a variance."""
     found = {}
-    for name, summary in _mapping(release.get("covariates")).items():
-        summary = _mapping(summary)
+    for name, summary in as_mapping(release.get("covariates")).items():
+        summary = as_mapping(summary)
         centre, sd = summary.get("geometric_mean"), summary.get("sdlog")
-        if _number(centre) and centre > 0:
-            spread = sd if _number(sd) and sd > 0 else 0.0
-            found[name] = (centre, spread, _FIGURES["summary"], False)
-    omega = _mapping(release.get("omega"))
-    for name, typical in _mapping(release.get("typical")).items():
+        if is_number(centre) and centre > 0:
+            spread = sd if is_number(sd) and sd > 0 else 0.0
+            found[name] = (centre, spread, RELEASED_FIGURES["summary"], False)
+    omega = as_mapping(release.get("omega"))
+    for name, typical in as_mapping(release.get("typical")).items():
         variance = omega.get(name)
-        spread = variance if _number(variance) and variance > 0 else 0.0
-        if _number(typical) and typical > 0:
-            found[f"typical {name}"] = (typical, spread, _FIGURES["estimate"], True)
+        spread = variance if is_number(variance) and variance > 0 else 0.0
+        if is_number(typical) and typical > 0:
+            found[f"typical {name}"] = (typical, spread, RELEASED_FIGURES["estimate"], True)
     return found
 
 
@@ -247,7 +258,7 @@ def differencing_bounds(
         The later release does not hold more patients than the earlier, or ``known_earlier``
         names a summary the releases do not share or gives no finite mean and SD.
     """
-    later, before = _read(released)[0], _read(earlier)[0]
+    later, before = read_release(released)[0], read_release(earlier)[0]
     big, small = later.get("cohort_size"), before.get("cohort_size")
     if not (isinstance(big, int) and isinstance(small, int) and big > small >= 2):
         raise ValueError(
@@ -280,7 +291,7 @@ def _known(known: Mapping | None, names: tuple[str, ...]) -> dict[str, tuple[flo
     for name, pair in known.items():
         if name not in names:
             raise ValueError(f"known_earlier names {name!r}, which is not in both releases")
-        if not (isinstance(pair, Sequence) and len(pair) == 2 and all(map(_number, pair))):
+        if not (isinstance(pair, Sequence) and len(pair) == 2 and all(map(is_number, pair))):
             raise ValueError(f"known_earlier[{name!r}] must be a (meanlog, sdlog) pair")
         if pair[1] < 0:
             raise ValueError(f"known_earlier[{name!r}]: the SD must not be negative")
@@ -296,7 +307,7 @@ def _released(cuts: np.ndarray, min_patients: int, rounded: np.ndarray | None = 
     patients per row), as :func:`synpmx_lite.generator.estimate.model_fingerprint` makes them
     when no patient is left out: trimmed, moved off values one or two patients hold, at two
     figures. ``rounded``: the cuts at two figures, where the caller has them."""
-    figures = _FIGURES["summary"]
+    figures = RELEASED_FIGURES["summary"]
     meanlog, sdlog = trimmed_moments(np.sort(np.log(cuts), axis=1), TRIM)
     rounded = round_significant(cuts, figures) if rounded is None else rounded
     centre = _protected(np.exp(meanlog), rounded, min_patients)
@@ -316,7 +327,7 @@ def _protected(centre: np.ndarray, rounded: np.ndarray, min_patients: int) -> np
     """:func:`synpmx_lite.generator.protections.protected_value` for many cuts at once (one
     value per patient, ``rounded`` at two figures): the same walk, nearest first, up to
     :data:`_MOVE_UNITS` units within one power of ten; NaN where it needs to go further."""
-    figures = _FIGURES["summary"]
+    figures = RELEASED_FIGURES["summary"]
     start = round_significant(centre, figures)
     power = 10.0 ** np.floor(np.log10(start))
     unit = power * 10.0 ** (1 - figures)
@@ -340,7 +351,7 @@ def _intervals(centre: np.ndarray, sdlog: np.ndarray) -> tuple:
     """The log-scale intervals of released covariate summaries."""
     shape = centre.shape
     return _log_intervals(
-        centre, sdlog, np.full(shape, _FIGURES["summary"]), np.zeros(shape, dtype=bool)
+        centre, sdlog, np.full(shape, RELEASED_FIGURES["summary"]), np.zeros(shape, dtype=bool)
     )
 
 
@@ -359,13 +370,13 @@ def _inverted(ordered: np.ndarray, start: int, min_patients: int) -> tuple:
 
     cuts = with_candidates(interim, np.exp(grid))
     rounded = with_candidates(
-        round_significant(interim, _FIGURES["summary"]),
-        round_significant(np.exp(grid), _FIGURES["summary"]),
+        round_significant(interim, RELEASED_FIGURES["summary"]),
+        round_significant(np.exp(grid), RELEASED_FIGURES["summary"]),
     )
     meanlog, sd = trimmed_moments(np.sort(np.log(cuts), axis=1), TRIM)
     want = np.repeat(centre, CANDIDATES)
-    unit = 10.0 ** (np.floor(np.log10(want)) - _FIGURES["summary"] + 1)
-    near = (round_significant(sd, _FIGURES["summary"]) == np.repeat(sdlog, CANDIDATES)) & (
+    unit = 10.0 ** (np.floor(np.log10(want)) - RELEASED_FIGURES["summary"] + 1)
+    near = (round_significant(sd, RELEASED_FIGURES["summary"]) == np.repeat(sdlog, CANDIDATES)) & (
         np.abs(np.exp(meanlog) - want) <= _MOVE_UNITS * unit
     )
     fits = np.zeros(near.size, dtype=bool)
@@ -380,8 +391,51 @@ def _inverted(ordered: np.ndarray, start: int, min_patients: int) -> tuple:
     return low, high, grid[:, 1] - grid[:, 0]
 
 
+def _trimming_assumed(ordered: np.ndarray, start: int, added: int, min_patients: int) -> tuple:
+    """The fourth attacker's bound on the mean log of ``added`` new patients, for each order.
+
+    Holding the interim patients and assuming no new patient among the final cut's ``k``
+    lowest or highest, the attacker knows the final trimmed mean rests on the interim's logs
+    without their ``k`` extremes each side plus the new ones, so the released geometric mean
+    (its rounding interval widened by one unit for the rule's move) bounds their sum; and each
+    new log lies between the interim's ``k``-th lowest and ``k``-th highest.
+
+    Returns
+    -------
+    low, high, step : numpy.ndarray, numpy.ndarray, float
+        The bounds on the new patients' mean log (NaN where they contradict), and 0 (no grid).
+    """
+    total = start + added
+    core = trimmed_core_size(total, trim=TRIM)
+    k = (total - core) // 2
+    interim = np.sort(np.log(ordered[:, :start]), axis=1)
+    kept = interim[:, k : start - k].sum(axis=1)
+    centre = _released(ordered[:, :total], min_patients)[0]
+    low, high = rounding_interval(centre, RELEASED_FIGURES["summary"])
+    unit = 10.0 ** (np.floor(np.log10(centre)) - RELEASED_FIGURES["summary"] + 1)
+    mean_low = (core * np.log(np.maximum(low - unit, unit / 10)) - kept) / added
+    mean_high = (core * np.log(high + unit) - kept) / added
+    mean_low = np.maximum(mean_low, interim[:, k - 1])
+    mean_high = np.minimum(mean_high, interim[:, start - k])
+    empty = ~(mean_low <= mean_high)
+    return np.where(empty, np.nan, mean_low), np.where(empty, np.nan, mean_high), 0.0
+
+
+def _coverage(covered: np.ndarray) -> dict[str, float]:
+    """The share of orders whose bound holds the truth, its binomial standard error, and its
+    exact (Clopper-Pearson) 95 % interval, which stays informative at 0 % and 100 %."""
+    share, hits = covered.mean(), int(covered.sum())
+    interval = stats.binomtest(hits, covered.size).proportion_ci(method="exact")
+    return {
+        "coverage": share,
+        "coverage se": math.sqrt(share * (1 - share) / covered.size),
+        "coverage low": interval.low,
+        "coverage high": interval.high,
+    }
+
+
 def _one_column(ordered: np.ndarray, start: int, added: int, min_patients: int) -> list[dict]:
-    """Both attackers' bounds on ``added`` new patients after ``start``, for each order (a row
+    """Every attacker's bounds on ``added`` new patients after ``start``, for each order (a row
     of ``ordered``), summarised."""
     later = _intervals(*_released(ordered[:, : start + added], min_patients))
     earlier_logs = np.log(ordered[:, :start])
@@ -395,12 +449,12 @@ def _one_column(ordered: np.ndarray, start: int, added: int, min_patients: int) 
     bounds = {a: (*_new_mean(later, e, start + added, start), 0.0) for a, e in earliers.items()}
     if added == 1:
         bounds[ATTACKERS[2]] = _inverted(ordered, start, min_patients)
+    bounds[ATTACKERS[3]] = _trimming_assumed(ordered, start, added, min_patients)
     rows = []
     for attacker, (low, high, step) in bounds.items():
         # the inverting attacker's grid: the truth counts as found within a step of a bound
         covered = (low - step <= truth) & (truth <= high + step)
         factor = np.exp(high - low)
-        share = covered.mean()
         rows.append(
             {
                 "start": start,
@@ -409,8 +463,7 @@ def _one_column(ordered: np.ndarray, start: int, added: int, min_patients: int) 
                 "median factor": np.nanmedian(factor),
                 "factor q25": np.nanquantile(factor, 0.25),
                 "factor q75": np.nanquantile(factor, 0.75),
-                "coverage": share,
-                "coverage se": math.sqrt(share * (1 - share) / truth.size),
+                **_coverage(covered),
                 "contradicted": np.isnan(low).mean(),
                 "population 95% factor": prior,
             }
@@ -434,8 +487,10 @@ def differencing_tightness(
     ``start + a`` for each ``a`` in ``added``, and each attacker of :data:`ATTACKERS` bounds
     the added patients' geometric mean of each covariate: the one who holds both releases
     (:func:`differencing_bounds`), the one who also holds the interim cut's patients exactly,
-    and, for one added patient, the one who moreover inverts the release rule, trimming and
-    moves included, over :data:`CANDIDATES` candidate values.
+    for one added patient, the one who moreover inverts the release rule, trimming and moves
+    included, over :data:`CANDIDATES` candidate values; and, for every number added, the one
+    who holds the interim patients and assumes no new patient among the final cut's trimmed
+    extremes, allowing one unit of the rule's move.
 
     Parameters
     ----------
@@ -448,18 +503,27 @@ def differencing_tightness(
     repeats : int
         Random orders.
     seed : int
-        Seed of the one :class:`numpy.random.Generator`.
+        Seed of the one :class:`numpy.random.Generator`, not negative.
     min_patients : int, default 3
-        The release's ``min_arm_patients`` (who may share a released value).
+        The release's ``min_arm_patients`` (who may share a released value), at least 1.
 
     Returns
     -------
     pandas.DataFrame
         Per covariate, start, added and attacker: the median factor (upper over lower bound)
         with its quartiles, the share of orders whose bound holds the truth (coverage) with
-        its standard error, the share where the two releases contradict the arithmetic, and
+        its standard error and exact 95 % interval (``coverage low``, ``coverage high``), the
+        share where the two releases contradict the arithmetic, and
         the factor of the 95 % range of the added patients' true geometric mean over the
         orders (what the population alone says of them).
+
+    Raises
+    ------
+    TypeError
+        ``values`` is not a non-empty DataFrame, or a count is not an integer.
+    ValueError
+        A count is out of range, ``starts`` or ``added`` is empty, or a start plus a number
+        added exceeds the patients.
 
     Notes
     -----
@@ -473,6 +537,11 @@ def differencing_tightness(
     if not np.all(np.isfinite(array) & (array > 0)):
         raise ValueError("values must be positive and finite (continuous covariates)")
     repeats = check_count(repeats, "repeats")
+    seed = check_count(seed, "seed", minimum=0)
+    min_patients = check_count(min_patients, "min_patients")
+    for name, counts in (("starts", starts), ("added", added)):
+        if not isinstance(counts, Sequence) or isinstance(counts, str) or not counts:
+            raise ValueError(f"{name} must be a non-empty sequence of counts, got {counts!r}")
     patients = len(values)
     for start in starts:
         check_count(start, "starts", minimum=3)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from .checks import SMALLEST_THRESHOLD, _figures, _mapping, _number, _read, _sequence
+from .checks import SMALLEST_THRESHOLD, as_mapping, as_sequence, figures_in, is_number, read_release
 
 __all__ = ["P6_QUESTION", "between_releases"]
 
@@ -30,7 +30,7 @@ def _implied(frequency: float, total: int) -> range:
     """The whole counts out of ``total`` that ``frequency`` stands for, read as an attacker
     who knows the policy reads it: at two figures at least (0.4 is 0.40), so that a change
     the release pins down is found even where a trailing zero is not written."""
-    figures = max(2, _figures(frequency))
+    figures = max(2, figures_in(frequency))
     half = 0.5 * 10.0 ** (math.floor(math.log10(frequency)) - figures + 1) if frequency else 0.005
     low = math.ceil((frequency - half) * total - 1e-9)
     return range(max(low, 0), min(math.floor((frequency + half) * total + 1e-9), total) + 1)
@@ -44,16 +44,16 @@ def _counts(release: dict, k_category: int) -> dict[str, range]:
     if not isinstance(cohort, int) or cohort < 1:
         return {}
     counts = {"the cohort": range(cohort, cohort + 1)}
-    for i, arm in enumerate(map(_mapping, _sequence(release.get("arms")))):
+    for i, arm in enumerate(map(as_mapping, as_sequence(release.get("arms")))):
         if isinstance(arm.get("patients"), int):
             counts[f"arm {i + 1}"] = range(arm["patients"], arm["patients"] + 1)
-    for name, pairs in _mapping(release.get("categories")).items():
-        for pair in _sequence(pairs):
-            if isinstance(pair, list) and len(pair) == 2 and _number(pair[1]):
+    for name, pairs in as_mapping(release.get("categories")).items():
+        for pair in as_sequence(pairs):
+            if isinstance(pair, list) and len(pair) == 2 and is_number(pair[1]):
                 counts[f"{name} level {pair[0]!r}"] = _implied(pair[1], cohort)
         counts[f"{name}: released"] = range(0, 0)  # marks the covariate as released
     rate = release.get("dose_change_rate")
-    if _number(rate) and 0 < rate < 1:
+    if is_number(rate) and 0 < rate < 1:
         counts["patients whose dose changed"] = _implied(rate, cohort)
     return counts
 
@@ -82,10 +82,10 @@ def between_releases(
         raise TypeError(f"earlier_releases must be a list of releases, got {earlier!r}")
     k_arm = max(min_arm_patients, SMALLEST_THRESHOLD)
     k_category = max(min_category_patients, SMALLEST_THRESHOLD)
-    new = _counts(_read(released)[0], k_category)
+    new = _counts(read_release(released)[0], k_category)
     problems = []
     for j, old_release in enumerate(earlier):
-        old = _counts(_read(old_release)[0], k_category)
+        old = _counts(read_release(old_release)[0], k_category)
         for what in sorted(set(new) | set(old)):
             if what.endswith(": released"):
                 continue

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from synpmx_lite.generator.differencing import (
     ATTACKERS,
     _released,
+    _trimming_assumed,
     differencing_bounds,
     differencing_tightness,
     exact_log_summary,
@@ -141,7 +142,9 @@ def test_the_measurement_is_reproducible_and_reads_as_a_table():
     first = differencing_tightness(values, starts=[8], added=[1, 3], repeats=30, seed=5)
     again = differencing_tightness(values, starts=[8], added=[1, 3], repeats=30, seed=5)
     pd.testing.assert_frame_equal(first, again)
-    assert len(first) == 2 * (3 + 2)  # covariates x (attackers of one added, of three)
+    assert len(first) == 2 * (4 + 3)  # covariates x (attackers of one added, of three)
+    assert (first["coverage low"] <= first["coverage"]).all()
+    assert (first["coverage"] <= first["coverage high"]).all()
     assert first["coverage"].between(0, 1).all() and (first["median factor"] >= 1).all()
     # the attacker who inverts the builder's own rule always keeps the truth among the values
     # it cannot tell apart (to within its grid)
@@ -162,6 +165,36 @@ def test_the_vectorised_protection_walks_as_protected_value_does():
     moved = centre != round_significant(np.exp(meanlog), 2)
     assert moved.sum() > 30
     assert centre.tolist() == expected
+
+
+def test_the_trimming_attacker_is_bounded_by_the_interim_extremes_on_a_hand_made_case():
+    # ten patients of 50 kg and ten of 70 kg, then one of 60: the final cut of 21 sets two aside
+    # each end, releases 59 (held by nobody, so not moved); the arithmetic allows 36.5 to 86.6 kg,
+    # and the assumption (the newcomer is not among two extremes) cuts that to 50 to 70 kg
+    ordered = np.array([[50.0] * 10 + [70.0] * 10 + [60.0]])
+    assert _released(ordered, 3)[0].tolist() == [59.0]
+    low, high, step = _trimming_assumed(ordered, 20, 1, 3)
+    assert np.exp([low[0], high[0]]) == pytest.approx([50.0, 70.0])
+    assert step == 0.0
+
+
+def test_the_trimming_attacker_holds_the_truth_where_its_assumption_holds():
+    rng = np.random.default_rng(8)
+    interim = rng.lognormal(4.2, 0.2, (400, 20))
+    ordered_interim = np.sort(interim, axis=1)
+    # newcomers drawn strictly inside the interim's second lowest and second highest values
+    # (two are set aside each end of 23), so none is among the final cut's extremes
+    inside = rng.uniform(ordered_interim[:, [2]], ordered_interim[:, [-3]], (400, 3))
+    ordered = np.hstack([interim, inside])
+    low, high, _ = _trimming_assumed(ordered, 20, 3, 3)
+    truth = np.log(inside).mean(axis=1)
+    # and the rule moved the released mean by at most the one unit (1 kg here) allowed for
+    meanlog, _ = trimmed_moments(np.sort(np.log(ordered), axis=1), TRIM)
+    small_move = np.abs(_released(ordered, 3)[0] - round_significant(np.exp(meanlog), 2)) <= 1
+    assert small_move.mean() > 0.8
+    held = (low <= truth) & (truth <= high)
+    assert held[small_move].all() and not held[~small_move].all()
+    assert np.median(np.exp(high - low)) < 1.5
 
 
 def test_exact_log_summary_is_the_plain_mean_and_sd_of_the_logs():
@@ -196,3 +229,20 @@ def test_bad_measurement_settings_are_refused():
         differencing_tightness(values["wt"], starts=[5], added=[1], repeats=5, seed=1)
     with pytest.raises(ValueError, match="positive and finite"):
         rounding_interval([0.0], 2)
+
+
+@pytest.mark.parametrize(
+    "settings, error, words",
+    [
+        ({"min_patients": "3"}, TypeError, "min_patients"),
+        ({"min_patients": -1}, ValueError, "min_patients"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"starts": []}, ValueError, "starts"),
+        ({"added": ()}, ValueError, "added"),
+    ],
+)
+def test_bad_counts_name_their_argument(settings, error, words):
+    values = pd.DataFrame({"wt": np.linspace(50.0, 90.0, 12)})
+    arguments = {"starts": [5], "added": [1], "repeats": 5, "seed": 1} | settings
+    with pytest.raises(error, match=words):
+        differencing_tightness(values, **arguments)
