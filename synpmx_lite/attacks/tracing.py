@@ -384,9 +384,11 @@ def calibrated_threshold(null_statistics: object, *, delta: float = 0.05) -> flo
 
 
 def _laplace_measurement(scale: float, size: int) -> dp.Measurement:
-    """OpenDP's Laplace mechanism on a vector of ``size`` floats, at ``scale``."""
+    """OpenDP's Laplace mechanism on ``size`` floats, at ``scale``."""
     space = (
-        dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size),
+        dp.vector_domain(
+            dp.atom_domain(T=float, nan=False), size=size
+        ),
         dp.l1_distance(T=float),
     )
     return space >> dp.m.then_laplace(scale, k=_GRANULARITY)
@@ -498,21 +500,27 @@ class DpMeanQuery:
 
 
 @cache
-def _dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQuery:
-    """OpenDP's pipeline: one mean, its stability, and the certified Laplace scale."""
-    # One predicate's answers: sample_size values in [0, 1], the size public, so a
-    # neighbouring sample replaces one person (symmetric distance 2).
+def _dp_mean_query(
+    sample_size: int, predicates: int, epsilon: float
+) -> DpMeanQuery:
+    """OpenDP's pipeline: one mean, its stability, the certified scale."""
+    # One predicate's answers: sample_size values in [0, 1], the size
+    # public, so a neighbouring sample replaces one person (distance 2).
     mean = dp.t.make_mean(
-        dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=sample_size),
+        dp.vector_domain(
+            dp.atom_domain(bounds=(0.0, 1.0), nan=False), size=sample_size
+        ),
         dp.symmetric_distance(),
     )
     one_mean = mean.map(2)  # OpenDP's stability map, rounded up
-    # Times the number of means: the vector's L1 sensitivity, rounded up again so
-    # that the product cannot fall below the exact value.
+    # Times the number of means: the vector's L1 sensitivity, rounded up
+    # again so that the product cannot fall below the exact value.
     sensitivity = predicates * one_mean
     if Fraction(sensitivity) < predicates * Fraction(one_mean):
         sensitivity = math.nextafter(sensitivity, math.inf)
-    scale = _certified_scale(sensitivity, predicates, epsilon, sample_size=sample_size)
+    scale = _certified_scale(
+        sensitivity, predicates, epsilon, sample_size=sample_size
+    )
     return DpMeanQuery(
         sample_size=sample_size,
         predicates=predicates,
@@ -526,17 +534,19 @@ def _dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQ
 def _certified_scale(
     sensitivity: float, predicates: int, epsilon: float, *, sample_size: int
 ) -> float:
-    """The smallest scale whose privacy map at ``sensitivity`` OpenDP puts at most ``epsilon``."""
+    """The smallest scale OpenDP certifies for ``epsilon`` at ``sensitivity``."""
     needed = sensitivity / epsilon
     if not needed <= _MAX_SCALE:
         raise ValueError(
-            f"epsilon = {epsilon:g} over {predicates} means of {sample_size} people needs "
-            f"Laplace noise of scale {needed:.3g}, beyond the {_MAX_SCALE:.3g} that OpenDP's "
+            f"epsilon = {epsilon:g} over {predicates} means of "
+            f"{sample_size} people needs Laplace noise of scale "
+            f"{needed:.3g}, beyond the {_MAX_SCALE:.3g} that OpenDP's "
             f"parameter search reaches; epsilon must be at least "
             f"{sensitivity / _MAX_SCALE:.3g} here"
         )
-    # OpenDP's answer lies just above sensitivity / epsilon, by its rounding to the grid:
-    # search there first (a third of the steps), and over the whole range if not there.
+    # OpenDP's answer lies just above sensitivity / epsilon, by its rounding
+    # to the grid: search there first (a third of the steps), and over the
+    # whole range if not there.
     for bounds in ((needed, needed * (1 + 1e-9)), (0.0, 2 * needed)):
         try:
             return dp.binary_search_param(
@@ -547,7 +557,9 @@ def _certified_scale(
             )
         except ValueError:
             continue
-    raise ValueError(f"OpenDP certifies no Laplace scale for epsilon = {epsilon:g}")
+    raise ValueError(
+        f"OpenDP certifies no Laplace scale for epsilon = {epsilon:g}"
+    )
 
 
 def dp_mean_query(sample_size: int, predicates: int, epsilon: float) -> DpMeanQuery:
