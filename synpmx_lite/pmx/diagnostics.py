@@ -63,7 +63,8 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
         One row per observation: ``id`` (source ID), ``time``, ``dv`` (on the fitted scale:
         log concentrations for ``roles.log_dv``), ``pred``, ``ipred``, ``res`` (DV - PRED),
         ``wres``, ``cwres`` and ``iwres``. An observation left out of the likelihood (an
-        observed 0 under proportional error) has NaN weighted residuals.
+        observed 0 under proportional error) and a censored one (Beal's M3, its ``dv`` the
+        limit) have NaN weighted residuals.
     """
     _check_fit(fit)
     if not isinstance(study, StudyEvents):
@@ -96,6 +97,8 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
     )
     if problem.left_out is not None:
         table.loc[problem.left_out, ["wres", "cwres", "iwres"]] = np.nan
+    if problem.censored is not None:  # M3: the dv is a limit, not a measurement
+        table.loc[problem.censored, ["wres", "cwres", "iwres"]] = np.nan
     return table
 
 

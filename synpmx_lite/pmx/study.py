@@ -82,6 +82,7 @@ class PmxRoles:
     ii: str | None = None
     ss: str | None = None
     cmt: str | None = None
+    cens: str | None = None
     negative_dv: bool = False
     varying: tuple[str, ...] = ()
     effects: tuple[str, ...] = ()
@@ -92,6 +93,7 @@ class PmxRoles:
         """Every column the roles name, in a fixed order."""
         named = (self.id, self.time, self.dv, self.amt, self.evid, self.dvid, self.mdv)
         named += (self.rate, self.nominal_time, self.arm, self.addl, self.ii, self.ss, self.cmt)
+        named += (self.cens,)
         listed = [c for c in named if c is not None] + list(self.covariates) + list(self.keep)
         return tuple(dict.fromkeys(listed))
 
@@ -127,6 +129,7 @@ def pmx_roles(
     ii: str | None = None,
     ss: str | None = None,
     cmt: str | None = None,
+    cens: str | None = None,
     negative_dv: bool = False,
     varying: tuple[str, ...] | list[str] = (),
     effects: tuple[str, ...] | list[str] = (),
@@ -193,6 +196,12 @@ def pmx_roles(
         the row's rate); under an IV model 1 is the central compartment. Any other dose
         compartment is refused. On observation rows it is not read (the engine predicts the
         central concentration).
+    cens : str, optional
+        NONMEM's censoring flag for Beal's method M3: a PK observation with ``CENS`` = 1 was
+        below the limit of quantification, and its ``DV`` holds the limit (its logarithm with
+        ``log_dv``). The fit then uses the probability of a value below the limit in place of
+        the density (``synpmx_lite.pmx._censored``). Only 0 and 1 are modelled (-1, above
+        a limit, is refused), and only on observation rows of the PK endpoint.
     negative_dv : bool, default False
         Whether negative concentrations of the PK endpoint on a linear scale are measurements
         (simulated data with additive error, or an assay that reports values below zero).
@@ -235,6 +244,7 @@ def pmx_roles(
         "ii": ii,
         "ss": ss,
         "cmt": cmt,
+        "cens": cens,
     }
     _check_column_names(required, optional)
     if (addl is None) != (ii is None):
@@ -420,6 +430,9 @@ class StudyEvents:
     dose_central : numpy.ndarray or None
         Padded ``(n, max doses)`` flags of the doses into the central compartment under an
         oral model (IV doses, ``roles.cmt`` 2); None where there are none.
+    obs_censored : numpy.ndarray or None
+        Padded ``(n, max observations)`` flags of the PK observations below the limit of
+        quantification (``roles.cens`` 1, ``obs_dv`` the limit); None where there are none.
     """
 
     roles: PmxRoles
@@ -437,6 +450,7 @@ class StudyEvents:
     obs_period: np.ndarray
     obs_mask: np.ndarray
     dose_central: np.ndarray | None = None
+    obs_censored: np.ndarray | None = None
 
     @property
     def n_patients(self) -> int:
@@ -480,6 +494,7 @@ class StudyEvents:
                 )
             },
             dose_central=None if self.dose_central is None else self.dose_central[keep],
+            obs_censored=None if self.obs_censored is None else self.obs_censored[keep],
         )
 
 
@@ -637,7 +652,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
         within a patient at a row that is not a dose (rows out of order, or two patients
         under one ID), a baseline covariate or keep column that changes within a patient
         (unless declared ``varying``), a negative concentration of the PK endpoint on a
-        linear scale (unless ``negative_dv``), a missing or infinite value on an observation
+        linear scale (unless ``negative_dv``), a censoring flag (``cens``) other than 0 and
+        1, or set on a row that is not an observation of the PK endpoint, or on a limit that
+        is not positive on a linear scale, a missing or infinite value on an observation
         row that is not flagged missing (MDV 0), subject IDs that read as one (``101`` and
         ``"101 "``), a patient whose rows are split into separate blocks (two patients
         sharing an ID, or
@@ -671,6 +688,7 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     pk = _pk_endpoint(roles, observations["endpoint"].unique())
     _refuse_patients_without_pk(observations, pk, ids)
     _refuse_negative_concentrations(data, roles, observations, is_obs, pk)
+    _refuse_unmodelled_censoring(data, roles, values, is_obs, observations, pk)
     if roles.nominal_time:
         observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
     else:
@@ -715,7 +733,7 @@ def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:
     }
     values["rate"] = _numeric(data, roles.rate, "rate") if roles.rate else np.zeros(len(data))
     values["mdv"] = _numeric(data, roles.mdv, "mdv") if roles.mdv else np.zeros(len(data))
-    for role in ("addl", "ii", "ss", "cmt"):
+    for role in ("addl", "ii", "ss", "cmt", "cens"):
         column = getattr(roles, role)
         values[role] = _numeric(data, column, role) if column else np.zeros(len(data))
     if not roles.cmt:
@@ -849,6 +867,44 @@ def _refuse_negative_concentrations(
     )  # fmt: skip
 
 
+def _refuse_unmodelled_censoring(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    values: dict[str, np.ndarray],
+    is_obs: np.ndarray,
+    observations: pd.DataFrame,
+    pk: str | None,
+) -> None:
+    """Refuse CENS values Beal's M3 does not model here: other than 0 and 1 (-1 flags a value
+    above a limit), on rows that are not observations, on endpoints other than the PK one,
+    and limits that are not positive on a linear scale."""
+    if not roles.cens:
+        return
+    cens = values["cens"]
+    _refuse_rows(
+        data, ~np.isin(cens, (0, 1)), roles.cens,
+        "values other than 0 and 1 (only censoring below a limit, CENS 1, is modelled)",
+    )  # fmt: skip
+    _refuse_rows(
+        data, (cens == 1) & ~is_obs, roles.cens,
+        "CENS 1 on rows that are not observations (doses, or MDV 1)",
+    )  # fmt: skip
+    censored = np.zeros(len(data), dtype=bool)
+    censored[np.flatnonzero(is_obs)] = observations["censored"].to_numpy(dtype=bool)
+    endpoint = np.full(len(data), pk, dtype=object)
+    endpoint[np.flatnonzero(is_obs)] = observations["endpoint"].to_numpy()
+    _refuse_rows(
+        data, censored & (endpoint != pk), roles.cens,
+        f"censored observations of endpoints other than the PK endpoint {pk!r}, which are "
+        "not modelled",
+    )  # fmt: skip
+    if not roles.log_dv:
+        _refuse_rows(
+            data, censored & (values["dv"] <= 0), roles.dv,
+            "censored observations (CENS 1) whose limit, the DV, is not positive",
+        )  # fmt: skip
+
+
 def _patients(data: pd.DataFrame, roles: PmxRoles) -> tuple[np.ndarray, np.ndarray]:
     """Each row's patient (position) and the source IDs, refusing IDs that read as one and a
     patient whose rows are split into separate blocks."""
@@ -907,9 +963,10 @@ def _observation_table(
     codes: np.ndarray,
     period: np.ndarray,
 ) -> pd.DataFrame:
-    """One row per observation, its endpoint ``"DV"`` without a ``dvid`` column."""
+    """One row per observation, its endpoint ``"DV"`` without a ``dvid`` column; with a
+    ``cens`` role, whether it is censored (``censored``, its ``dv`` the limit)."""
     endpoint = data[roles.dvid].astype(str).to_numpy() if roles.dvid else np.full(len(data), "DV")
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "patient": codes[is_obs],
             "period": period[is_obs],
@@ -918,6 +975,9 @@ def _observation_table(
             "dv": values["dv"][is_obs],
         }
     )
+    if roles.cens:
+        table["censored"] = values["cens"][is_obs] == 1
+    return table
 
 
 def _refuse_early_observations(
@@ -990,6 +1050,9 @@ def _arranged(
     obs_arrays = _padded(pk_obs, ["time", "dv", "period"], n, np.nan)
     obs_mask = np.isfinite(obs_arrays[1])
     obs_time, obs_dv, obs_period = (np.where(obs_mask, a, 0.0) for a in obs_arrays)
+    obs_censored = None
+    if "censored" in pk_obs and pk_obs["censored"].any():
+        obs_censored = _padded(pk_obs, ["censored"], n, 0.0)[0] > 0
     return StudyEvents(
         roles=roles,
         ids=ids,
@@ -1006,6 +1069,7 @@ def _arranged(
         obs_period=obs_period.astype(int),
         obs_mask=obs_mask,
         dose_central=dose_arrays[4].astype(bool) if into_central else None,
+        obs_censored=obs_censored,
     )
 
 
