@@ -963,6 +963,12 @@ def release_refusal(study: StudyEvents) -> str | None:
             "so such a study cannot be released yet (fit it with fit_population, which uses "
             "Beal's M3)"
         )
+    if study.dose_interval is not None:
+        return (
+            f"data has steady-state doses (column {study.roles.ss!r} 1): the fingerprint "
+            "releases each dose alone, so its synthetic patients would miss the doses before "
+            "the steady state; such a study cannot be released yet"
+        )
     if study.dose_central is None:
         return None
     return (

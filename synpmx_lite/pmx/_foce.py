@@ -72,6 +72,7 @@ class _Problem:
             observed=study.obs_mask,
             same_period=None if periods.all() else periods,
             dose_central=study.dose_central,
+            dose_interval=study.dose_interval,
         )
         self.n_patients = study.n_patients
         self.patient = self.dosing.obs_patient
