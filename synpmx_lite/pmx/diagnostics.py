@@ -189,10 +189,23 @@ def visual_predictive_check(
         One row per bin and percentile: ``bin``, ``time`` (the bin's median time),
         ``percentile`` (5, 50, 95), ``observed``, ``low``, ``median``, ``high`` (the 2.5th,
         50th and 97.5th percentiles of the simulated studies' percentile).
+
+    Raises
+    ------
+    ValueError
+        For a study with censored observations (``roles.cens``), whose simulated values
+        cannot be censored as the observed ones were.
     """
     _check_fit(fit)
     if fit.study is None:
         raise TypeError("fit must be a PopulationFit that holds its study")
+    if fit.study.obs_censored is not None:
+        # The limit is known on the censored rows only: the simulated values cannot be
+        # censored as the observed ones were, and percentiles of limits are not data.
+        raise ValueError(
+            f"the fit's study has observations below the limit of quantification (column "
+            f"{fit.study.roles.cens!r}): a visual predictive check of censored data is not drawn"
+        )
     if not isinstance(prediction_corrected, bool):
         raise TypeError(f"prediction_corrected must be a bool, got {prediction_corrected!r}")
     replicates = check_count(replicates, "replicates", minimum=20)

@@ -12,8 +12,13 @@ for a two-compartment model. Every dosing route follows from it in closed form:
   :math:`D \sum_m c_m k_a \frac{e^{-\lambda_m t} - e^{-k_a t}}{k_a - \lambda_m}`;
 
 with :math:`t` the time since the dose less any absorption lag. Multiple doses add up
-(superposition). A dose acts only on the observations of its own dosing period, so that a
-study with a washout between periods (time starting again at zero) needs no reset records.
+(superposition). A dose at steady state (NONMEM's SS=1 at interval :math:`\tau`) stands for
+itself and the same dose every :math:`\tau` before it, for ever: each exponential
+:math:`e^{-x t}` of its response becomes :math:`e^{-x t}/(1 - e^{-x \tau})`, the sum of its
+geometric series (boluses into the central compartment and first-order absorption; not
+infusions or lag times). A dose acts only on the observations of its own dosing period, so
+that a study with a washout between periods (time starting again at zero) needs no reset
+records.
 
 The population fit (:mod:`synpmx_lite.pmx.population`) needs the first and second derivatives of
 every prediction in the log parameters. They are exact: each term :math:`c_m E(\lambda_m,

@@ -10,8 +10,10 @@ from scipy import stats
 from synpmx_lite.generator.estimate import release_refusal, synpmx_model_estimate
 from synpmx_lite.pmx import _censored, _foce, population
 from synpmx_lite.pmx.blq import compare_blq_methods, simulate_blq_study
+from synpmx_lite.pmx.diagnostics import visual_predictive_check
 from synpmx_lite.pmx.population import ERROR_MODELS, fit_population, importance_sampling_ofv
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
+from tests.pmx.finite_differences import assert_exact_derivatives
 
 
 def _censored_study(error, *, n=12, lloq=1.0, seed=3):
@@ -50,18 +52,7 @@ def test_m3_gradient_and_mode_sensitivity_match_central_differences(error, monke
     residual = {"combined": [0.1, 0.2], "proportional": [0.2], "additive": [0.2]}[fitted]
     x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log(residual)]
     x = x + 0.05 * np.random.default_rng(2).standard_normal(x.size)
-    base = _foce._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
-    assert base.converged.all()
-    _, gradient = _foce._ofv_and_gradient(problem, base)
-    sensitivity = _foce._mode_sensitivity(problem, base)[0]
-    step = 1e-4
-    points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
-    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
-    total = _foce._ofv_and_gradient(problem, shifted)[0].sum(axis=1)
-    numeric = (total[: x.size] - total[x.size :]) / (2 * step)
-    np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-6, atol=1e-5)
-    moved = (shifted.eta[: x.size] - shifted.eta[x.size :]) / (2 * step)
-    np.testing.assert_allclose(sensitivity, np.moveaxis(moved, 0, -1), atol=1e-6)
+    assert_exact_derivatives(problem, x, rtol=1e-6, atol=1e-5, eta_atol=1e-6)
 
 
 def test_m3_objective_replaces_the_density_by_the_probability_below_the_limit():
@@ -173,6 +164,8 @@ def test_a_censored_study_fits_by_m3_and_the_generator_refuses_it():
     assert "Beal's M3" in str(fit)
     residuals = fit.residuals()
     assert residuals["cwres"].isna().sum() == fit.n_censored
+    with pytest.raises(ValueError, match=r"column 'CENS'.*predictive check of censored data"):
+        visual_predictive_check(fit, replicates=20, seed=1)
     assert "column 'CENS'" in release_refusal(study)
     data, roles = simulate_blq_study(n=30, lloq=1.5, error="combined", rng=3)
     with pytest.raises(ValueError, match=r"below the limit of quantification.*'CENS'"):
