@@ -98,6 +98,7 @@ from .generator.influence import (
 )
 from .generator.protections import fold_categories, loq_floor, trimmed_log_summary
 from .generator.release import FINGERPRINT_FIELDS, Fingerprint, release_problems
+from .pmx.blq import BlqComparison, compare_blq_methods, simulate_blq_study
 from .pmx.covariates import CovariateEffect, parse_effects
 from .pmx.diagnostics import (
     epsilon_shrinkage,
@@ -129,6 +130,7 @@ __all__ = [
     "PD_SHAPES",
     "AttendanceAttack",
     "AttributeInversion",
+    "BlqComparison",
     "BookTable",
     "ConstructedCases",
     "CovariateEffect",
@@ -162,6 +164,7 @@ __all__ = [
     "biased_cramer_rao",
     "book_table",
     "calibrated_threshold",
+    "compare_blq_methods",
     "constructed_warfarin_cases",
     "dp_mean_query",
     "draw_attendance",
@@ -212,6 +215,7 @@ __all__ = [
     "roc_curve",
     "round_significant",
     "simplified_prediction",
+    "simulate_blq_study",
     "simulate_tracing",
     "single_reference_test",
     "subset_fil",

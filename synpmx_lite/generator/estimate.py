@@ -951,8 +951,24 @@ def release_refusal(study: StudyEvents) -> str | None:
 
     Doses into the central compartment under an oral model (a study that mixes IV and oral
     doses, ``roles.cmt`` 2) are refused: the fingerprint's doses carry no route, so its
-    synthetic IV doses would be given orally.
+    synthetic IV doses would be given orally. So are observations below the limit of
+    quantification (``roles.cens`` 1): the engine fits them by Beal's M3, but the
+    fingerprint releases no limit, so that its synthetic concentrations would never be
+    censored and the checks could not judge the share below it.
     """
+    if study.obs_censored is not None:
+        return (
+            f"data has observations below the limit of quantification (column "
+            f"{study.roles.cens!r} 1): the fingerprint releases no limit of quantification, "
+            "so such a study cannot be released yet (fit it with fit_population, which uses "
+            "Beal's M3)"
+        )
+    if study.dose_interval is not None:
+        return (
+            f"data has steady-state doses (column {study.roles.ss!r} 1): the fingerprint "
+            "releases each dose alone, so its synthetic patients would miss the doses before "
+            "the steady state; such a study cannot be released yet"
+        )
     if study.dose_central is None:
         return None
     return (

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._censored import censored_residual_moves, censored_terms
 from .covariates import CovariateEffect, effect_design
 from .pk import PkModel, _dosing, _primitives, _response
 from .study import StudyEvents
@@ -71,6 +72,7 @@ class _Problem:
             observed=study.obs_mask,
             same_period=None if periods.all() else periods,
             dose_central=study.dose_central,
+            dose_interval=study.dose_interval,
         )
         self.n_patients = study.n_patients
         self.patient = self.dosing.obs_patient
@@ -86,6 +88,12 @@ class _Problem:
         # Under proportional error an observed 0 has a density that grows without bound as
         # the prediction goes to 0: left out of the likelihood (see the module docstring).
         self.left_out = (self.y == 0) if error == "proportional" else None
+        # Observations below the limit (their value the limit) enter by Beal's M3; None
+        # where there are none, so that such a fit runs exactly the uncensored arithmetic.
+        censored = None if study.obs_censored is None else study.obs_censored[study.obs_mask]
+        self.censored = censored if censored is not None and censored.any() else None
+        if self.censored is not None and self.left_out is not None:
+            self.left_out = self.left_out & ~self.censored
         # Observations a dose reaches after some time has elapsed: a prediction of 0 there is
         # not structural (before the first dose) but set by the parameters (a lag time).
         timed = (self.dosing.amount > 0) & (self.dosing.elapsed > 0)
@@ -182,6 +190,10 @@ def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
     r = problem.y - f
     precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
     data = np.log(variance) + r**2 * inverse
+    censored = {}
+    if problem.censored is not None:  # Beal's M3 in place of the density (_censored)
+        censored = censored_terms(problem.y, f, variance, slope, curvature, zero)
+        data = np.where(problem.censored, censored["data"], data)
     objective = problem.per_patient(data, axis=-1) + (eta**2 * precision).sum(axis=-1)
     if order == 0:
         return {"objective": objective}
@@ -196,6 +208,11 @@ def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
         - scaled_r**2 * curvature
         + 2 * scaled_r**2 * slope**2 * inverse
     )
+    if censored:
+        d_f, d_ff, weight = (
+            np.where(problem.censored, censored[name], normal)
+            for name, normal in (("d_f", d_f), ("d_ff", d_ff), ("weight", weight))
+        )
     outer = f_u[..., :, None] * f_u[..., None, :]
     score_u = problem.per_patient(d_f[..., None] * f_u, axis=-2)  # (B, n, u)
     information_u = problem.per_patient(weight[..., None, None] * outer, axis=-3)
@@ -211,7 +228,7 @@ def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
         information=information, hessian=hessian, information_u=information_u,
         f=f, f_u=f_u, f_uu=f_uu, jacobian=jacobian, second=second, r=r, inverse=inverse,
         slope=slope, curvature=curvature, zero=zero, a2=a2, b2=b2, d_f=d_f, weight=weight,
-        precision=precision,
+        precision=precision, **{f"censored_{name}": value for name, value in censored.items()},
     )  # fmt: skip
 
 
@@ -297,6 +314,22 @@ def _d_f_residual(t: dict, dv: np.ndarray, dslope: np.ndarray) -> np.ndarray:
     ) * dslope
 
 
+def _residual_moves(problem: _Problem, t: dict):
+    """Per residual parameter (log scale): its moves of each observation's data term, of
+    ``dL/df`` and of the information's weight (Beal's M3 ones at censored observations)."""
+    inverse, slope, r = t["inverse"], t["slope"], t["r"]
+    for dv, dslope in _residual_changes(problem, t):
+        d_psi = (inverse - (r * inverse) ** 2) * dv
+        weight_psi = (-2 * inverse**2 - 2 * slope**2 * inverse**3) * dv
+        weight_psi += 2 * slope * inverse**2 * dslope
+        moves = (d_psi, _d_f_residual(t, dv, dslope), weight_psi)
+        if problem.censored is not None:
+            censored = {name[9:]: t[name] for name in t if name.startswith("censored_")}
+            m3 = censored_residual_moves(censored, dv, dslope)
+            moves = tuple(np.where(problem.censored, a, b) for a, b in zip(m3, moves, strict=True))
+        yield moves
+
+
 def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
     """Each patient's OFV term ``(B, n)`` and its exact gradient in the outer point ``(B, n, k)``.
 
@@ -311,7 +344,7 @@ def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
     sign, log_det = np.linalg.slogdet(information / 2)
     ofv = t["objective"] + 2 * log_sd.sum(axis=-1)[:, None] + log_det
     ofv = np.where(sign > 0, ofv, np.inf)
-    inverse, slope, curvature, r = t["inverse"], t["slope"], t["curvature"], t["r"]
+    inverse, slope, curvature = t["inverse"], t["slope"], t["curvature"]
     f_u, jacobian, second = t["f_u"], t["jacobian"], t["second"]
     m = np.linalg.inv(information)  # (B, n, p, p)
     m_jt = np.einsum("...kl,...al->...ka", m, jacobian)  # M J', (B, n, p, u)
@@ -319,6 +352,8 @@ def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
     mf = np.einsum("...ab,...b->...a", m_u[:, problem.patient], f_u)  # (B, N, u)
     gmg = (f_u * mf).sum(axis=-1)  # g' M g per observation
     weight_f = 2 * slope * inverse**2 * (curvature - 1) - 2 * slope**3 * inverse**3
+    if problem.censored is not None:
+        weight_f = np.where(problem.censored, t["censored_weight_f"], weight_f)
     along_u = problem.per_patient(
         (weight_f * gmg)[..., None] * f_u
         + 2 * t["weight"][..., None] * np.einsum("...ab,...b->...a", t["f_uu"], mf),
@@ -338,12 +373,9 @@ def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
         - 4 * np.diagonal(m, axis1=-2, axis2=-1) * precision
         + 4 * aq * eta * precision
     )
-    for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
-        d_psi = (inverse - (r * inverse) ** 2) * dv
-        weight_psi = (-2 * inverse**2 - 2 * slope**2 * inverse**3) * dv
-        weight_psi += 2 * slope * inverse**2 * dslope
+    for column, (d_psi, d_f_psi, weight_psi) in enumerate(_residual_moves(problem, t)):
         direct = problem.per_patient(d_psi + weight_psi * gmg, axis=-1)
-        score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * f_u, axis=-2)
+        score_psi = problem.per_patient(d_f_psi[..., None] * f_u, axis=-2)
         implicit = (aq * np.einsum("...ak,...a->...k", jacobian, score_psi)).sum(axis=-1)
         gradient[..., 2 * p + column] = direct - implicit
     gradient[..., problem.n_variance :] = problem.effect_columns(gradient[..., :p])
@@ -369,8 +401,8 @@ def _mode_sensitivity(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
     cross = np.zeros((*evaluation.eta.shape, problem.k))  # d (dL/deta) / dx
     cross[..., :p] = t["hessian"] - 2 * precision[..., None] * problem.identity
     cross[..., p : 2 * p] = -4 * (evaluation.eta * precision)[..., None] * problem.identity
-    for column, (dv, dslope) in enumerate(_residual_changes(problem, t)):
-        score_psi = problem.per_patient(_d_f_residual(t, dv, dslope)[..., None] * t["f_u"], -2)
+    for column, (_, d_f_psi, _) in enumerate(_residual_moves(problem, t)):
+        score_psi = problem.per_patient(d_f_psi[..., None] * t["f_u"], -2)
         cross[..., 2 * p + column] = np.einsum("...ak,...a->...k", t["jacobian"], score_psi)
     # A beta moves the patient's typical log value, as mu does, scaled by its design value.
     design = problem.design[:, None, :]  # (n, 1, c): the same for every eta

@@ -63,7 +63,8 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
         One row per observation: ``id`` (source ID), ``time``, ``dv`` (on the fitted scale:
         log concentrations for ``roles.log_dv``), ``pred``, ``ipred``, ``res`` (DV - PRED),
         ``wres``, ``cwres`` and ``iwres``. An observation left out of the likelihood (an
-        observed 0 under proportional error) has NaN weighted residuals.
+        observed 0 under proportional error) and a censored one (Beal's M3, its ``dv`` the
+        limit) have NaN weighted residuals.
     """
     _check_fit(fit)
     if not isinstance(study, StudyEvents):
@@ -96,6 +97,8 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
     )
     if problem.left_out is not None:
         table.loc[problem.left_out, ["wres", "cwres", "iwres"]] = np.nan
+    if problem.censored is not None:  # M3: the dv is a limit, not a measurement
+        table.loc[problem.censored, ["wres", "cwres", "iwres"]] = np.nan
     return table
 
 
@@ -186,10 +189,23 @@ def visual_predictive_check(
         One row per bin and percentile: ``bin``, ``time`` (the bin's median time),
         ``percentile`` (5, 50, 95), ``observed``, ``low``, ``median``, ``high`` (the 2.5th,
         50th and 97.5th percentiles of the simulated studies' percentile).
+
+    Raises
+    ------
+    ValueError
+        For a study with censored observations (``roles.cens``), whose simulated values
+        cannot be censored as the observed ones were.
     """
     _check_fit(fit)
     if fit.study is None:
         raise TypeError("fit must be a PopulationFit that holds its study")
+    if fit.study.obs_censored is not None:
+        # The limit is known on the censored rows only: the simulated values cannot be
+        # censored as the observed ones were, and percentiles of limits are not data.
+        raise ValueError(
+            f"the fit's study has observations below the limit of quantification (column "
+            f"{fit.study.roles.cens!r}): a visual predictive check of censored data is not drawn"
+        )
     if not isinstance(prediction_corrected, bool):
         raise TypeError(f"prediction_corrected must be a bool, got {prediction_corrected!r}")
     replicates = check_count(replicates, "replicates", minimum=20)

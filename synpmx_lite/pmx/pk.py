@@ -12,8 +12,13 @@ for a two-compartment model. Every dosing route follows from it in closed form:
   :math:`D \sum_m c_m k_a \frac{e^{-\lambda_m t} - e^{-k_a t}}{k_a - \lambda_m}`;
 
 with :math:`t` the time since the dose less any absorption lag. Multiple doses add up
-(superposition). A dose acts only on the observations of its own dosing period, so that a
-study with a washout between periods (time starting again at zero) needs no reset records.
+(superposition). A dose at steady state (NONMEM's SS=1 at interval :math:`\tau`) stands for
+itself and the same dose every :math:`\tau` before it, for ever: each exponential
+:math:`e^{-x t}` of its response becomes :math:`e^{-x t}/(1 - e^{-x \tau})`, the sum of its
+geometric series (boluses into the central compartment and first-order absorption; not
+infusions or lag times). A dose acts only on the observations of its own dosing period, so
+that a study with a washout between periods (time starting again at zero) needs no reset
+records.
 
 The population fit (:mod:`synpmx_lite.pmx.population`) needs the first and second derivatives of
 every prediction in the log parameters. They are exact: each term :math:`c_m E(\lambda_m,
@@ -260,6 +265,7 @@ class _Dosing:
     duration: np.ndarray
     infused: bool
     central: np.ndarray | None = None  # pairs of doses into the central compartment (oral model)
+    interval: np.ndarray | None = None  # pairs' steady-state interval (SS=1), 0 for other doses
 
 
 def _dosing(
@@ -271,9 +277,11 @@ def _dosing(
     observed: np.ndarray | None = None,
     same_period: np.ndarray | None = None,
     dose_central: np.ndarray | None = None,
+    dose_interval: np.ndarray | None = None,
 ) -> _Dosing:
     """Pairs of the doses ``(n, d)`` and observation times ``(n, t)`` where ``observed``;
-    ``dose_central`` flags the doses into the central compartment under an oral model."""
+    ``dose_central`` flags the doses into the central compartment under an oral model, and
+    ``dose_interval`` holds the interval of each steady-state dose (0 for the others)."""
     observed = np.ones(times.shape, dtype=bool) if observed is None else observed
     patient, slot = np.nonzero(observed)
     elapsed = times[patient, slot][:, None] - dose_time[patient]  # (observations, doses)
@@ -295,6 +303,7 @@ def _dosing(
         duration=duration,
         infused=bool(np.any(duration > 0)),
         central=None if dose_central is None else dose_central[patient[obs], dose] & (amount > 0),
+        interval=None if dose_interval is None else dose_interval[patient[obs], dose],
     )
 
 
@@ -399,6 +408,8 @@ def _central_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, o
     _, c, lam, t, amount, total = _pair_terms(m, dosing, u, amounts)
 
     e = _bolus_or_infusion(lam, t, dosing.duration[:, None], dosing.infused, order)
+    if dosing.interval is not None:  # steady-state boluses (no infusion at steady state)
+        e = _steady_bolus(e, lam, dosing.interval[:, None], order)
     f = total(amount * c * e[0]).sum(axis=-1)
     if order == 0:
         return f, None, None
@@ -424,6 +435,8 @@ def _depot_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, ord
 
     ka = at_pairs[..., 2 * m : 2 * m + 1]
     active = None
+    if model.lag and dosing.interval is not None:
+        raise ValueError("steady-state doses (SS=1) under a model with a lag time are not modelled")
     if model.lag:
         shifted = t - at_pairs[..., 2 * m + 1 : 2 * m + 2]
         active = shifted >= 0
@@ -435,6 +448,9 @@ def _depot_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, ord
     phi = _phi((hi - lo) * t, order)
     decay_lo = t * np.exp(-lo * t)
     a = decay_lo * phi[0]
+    single = {"a": a}
+    if dosing.interval is not None:  # steady-state doses (refused with a lag time)
+        a = _steady_depot(single, lam, ka, t, dosing.interval[:, None], 0)["a"]
     f = total(amount * c * ka * a).sum(axis=-1)
     if order == 0:
         return f, None, None
@@ -442,6 +458,10 @@ def _depot_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, ord
     t_decay = t * decay_lo
     a_hi, a_lo = t_decay * phi[1], -t_decay * (phi[0] + phi[1])
     a_lam, a_ka = np.where(swap, a_hi, a_lo), np.where(swap, a_lo, a_hi)
+    if dosing.interval is not None:
+        single.update(lam=a_lam, ka=a_ka)
+        steady = _steady_depot(single, lam, ka, t, dosing.interval[:, None], 1)
+        a_lam, a_ka = steady["lam"], steady["ka"]
     columns = [amount * ka * a, amount * c * ka * a_lam, amount * c * (a + ka * a_ka)]
     if model.lag:
         decay_ka = np.exp(-ka * t)
@@ -459,6 +479,10 @@ def _depot_response(model: PkModel, dosing: _Dosing, u: np.ndarray, amounts, ord
     a_lolo = t2_decay * (phi[0] + 2 * phi[1] + phi[2])
     a_lam_lam = np.where(swap, a_hihi, a_lolo)
     a_ka_ka = np.where(swap, a_lolo, a_hihi)
+    if dosing.interval is not None:
+        single.update(lam_lam=a_lam_lam, lam_ka=a_lohi, ka_ka=a_ka_ka)
+        steady = _steady_depot(single, lam, ka, t, dosing.interval[:, None], 2)
+        a_lam_lam, a_lohi, a_ka_ka = (steady[k] for k in ("lam_lam", "lam_ka", "ka_ka"))
     # Second derivatives of c ka a(ka, lam, t - tlag) in (c, lam, ka, tlag), per term m.
     pieces = {
         ("c", "lam"): amount * ka * a_lam,
@@ -644,3 +668,95 @@ def _periods(value: object, name: str, shape: tuple[int, int]) -> np.ndarray:
     if periods.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {periods.shape}")
     return periods
+
+
+# --- Steady state (NONMEM's SS=1) -----------------------------------------------------------
+#
+# A steady-state dose at interval II stands for itself and the same dose every II hours
+# before it, for ever: each exponential e^{-x t} of its response sums to e^{-x t} S(x), with
+# S(x) = 1 / (1 - e^{-x II}) the geometric series. Into the central compartment that is a
+# factor on each term; from the depot, c ka (e^{-lam t} S(lam) - e^{-ka t} S(ka)) / (ka - lam)
+# = c ka (S(lam) a + e^{-ka t} D) with a the single dose's difference of exponentials and D the
+# divided difference (S(lam) - S(ka)) / (ka - lam), by quadrature where ka and lam are close.
+
+_GAUSS_NODES, _GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(10)
+_CLOSE_RATES = 0.1  # |ka - lam| below this share of the smaller: D by quadrature
+
+
+def _accumulation(x: np.ndarray, interval: np.ndarray, order: int) -> list[np.ndarray]:
+    """``S(x) = 1 / (1 - exp(-x II))`` and its first ``order`` derivatives in ``x`` (at most
+    3); 1 and 0 where ``interval`` is 0 (not a steady-state dose)."""
+    steady = interval > 0
+    ii = np.where(steady, interval, 1.0)
+    w = np.exp(-x * ii)
+    one_minus = -np.expm1(-x * ii)
+    values = [1 / one_minus]
+    if order >= 1:
+        values.append(-ii * w / one_minus**2)
+    if order >= 2:
+        values.append(ii**2 * w * (1 + w) / one_minus**3)
+    if order >= 3:
+        values.append(-(ii**3) * w * (1 + 4 * w + w**2) / one_minus**4)
+    return [np.where(steady, v, float(k == 0)) for k, v in enumerate(values)]
+
+
+def _steady_bolus(e: list, lam: np.ndarray, interval: np.ndarray, order: int) -> list:
+    """A bolus's ``[E, dE/dlam, d2E/dlam2]`` summed over its steady state: ``E S(lam)``."""
+    s = _accumulation(lam, interval, order)
+    out = [e[0] * s[0]]
+    if order >= 1:
+        out.append(e[1] * s[0] + e[0] * s[1])
+    if order >= 2:
+        out.append(e[2] * s[0] + 2 * e[1] * s[1] + e[0] * s[2])
+    return out
+
+
+def _divided_difference(lam, ka, interval, order: int) -> list[np.ndarray]:
+    """``D = (S(lam) - S(ka)) / (ka - lam)`` and its derivatives ``[D, D_lam, D_ka,
+    D_lam_lam, D_lam_ka, D_ka_ka]`` up to ``order``: in closed form where the rates are apart,
+    and as ``-int_0^1 S'(lam + s (ka - lam)) ds`` (Gauss-Legendre) where they are close."""
+    lam, ka = np.broadcast_arrays(lam, ka)
+    gap = ka - lam
+    close = np.abs(gap) < _CLOSE_RATES * np.minimum(lam, ka)
+    safe = np.where(close, 1.0, gap)
+    s_lam, s_ka = _accumulation(lam, interval, order + 1), _accumulation(ka, interval, order + 1)
+    far = [(s_lam[0] - s_ka[0]) / safe]
+    if order >= 1:
+        far += [(s_lam[1] + far[0]) / safe, -(s_ka[1] + far[0]) / safe]
+    if order >= 2:
+        d_lam, d_ka = far[1], far[2]
+        far += [(s_lam[2] + 2 * d_lam) / safe, (d_ka - d_lam) / safe, -(s_ka[2] + 2 * d_ka) / safe]
+    if not close.any():
+        return far
+    s = (_GAUSS_NODES + 1) / 2  # nodes on [0, 1], weights summing to 1
+    x = lam[..., None] + s * gap[..., None]
+    derivative = _accumulation(x, interval[..., None], order + 1)
+    weights = [np.ones_like(s)]
+    if order >= 1:
+        weights += [1 - s, s]
+    if order >= 2:
+        weights += [(1 - s) ** 2, s * (1 - s), s**2]
+    kth = [1, 2, 2, 3, 3, 3]  # which derivative of S each integrand takes
+    near = [
+        -(derivative[k] * w * _GAUSS_WEIGHTS / 2).sum(-1)
+        for k, w in zip(kth[: len(weights)], weights, strict=True)
+    ]
+    return [np.where(close, n, f) for n, f in zip(near, far, strict=True)]
+
+
+def _steady_depot(a: dict, lam, ka, t, interval, order: int) -> dict:
+    """The depot's difference of exponentials ``a`` and its derivatives (``a``, ``lam``,
+    ``ka``, ``lam_lam``, ``lam_ka``, ``ka_ka``) summed over a steady state:
+    ``A = S(lam) a + exp(-ka t) D``."""
+    s = _accumulation(lam, interval, order)
+    d = _divided_difference(lam, ka, interval, order)
+    e = np.exp(-ka * t)
+    out = {"a": s[0] * a["a"] + e * d[0]}
+    if order >= 1:
+        out["lam"] = s[1] * a["a"] + s[0] * a["lam"] + e * d[1]
+        out["ka"] = s[0] * a["ka"] - t * e * d[0] + e * d[2]
+    if order >= 2:
+        out["lam_lam"] = s[2] * a["a"] + 2 * s[1] * a["lam"] + s[0] * a["lam_lam"] + e * d[3]
+        out["lam_ka"] = s[1] * a["ka"] + s[0] * a["lam_ka"] - t * e * d[1] + e * d[4]
+        out["ka_ka"] = s[0] * a["ka_ka"] + t**2 * e * d[0] - 2 * t * e * d[2] + e * d[5]
+    return out

@@ -60,6 +60,17 @@ the parameters (a constant in the OFV), but a fit that predicts 0 for a sample t
 dose (a lag time placed past it) trades the sample's fit for :math:`y^2`, and its estimates
 change with the units. Such a fit is reported as not converged.
 
+**Below the limit of quantification: Beal's M3.** An observation flagged censored
+(``roles.cens`` 1, its value the limit :math:`L`) adds :math:`-2\log\Phi((L - f)/\sqrt{V})`,
+minus twice the log-probability of a value below the limit, to :math:`L_i(\eta)` in place of
+its normal term, in the modes and in the OFV alike, under every error model (Beal 2001;
+Ahn et al. 2008). In :math:`H_i` its weight is :math:`g''(z)(\partial z/\partial f)^2`
+(``synpmx_lite.pmx._censored``): the exact second derivative under additive error
+(Laplace's approximation of those terms, as NONMEM's M3 with ``LAPLACIAN``), its
+Gauss-Newton part where :math:`V` moves with :math:`f`. The OFV is then minus twice the
+log-likelihood less :math:`\log 2\pi` for each uncensored observation only. A study
+without censored observations runs exactly the arithmetic it ran before.
+
 **Method.**
 
 The objective, the modes and their derivatives are computed in the private module
@@ -116,6 +127,9 @@ Jaeckel LA. The infinitesimal jackknife. Bell Laboratories Memorandum MM 72-1215
 
 Beal SL. Ways to fit a PK model with some data below the quantification limit.
 J Pharmacokinet Pharmacodyn. 2001;28(5):481-504.
+
+Ahn JE, Karlsson MO, Dunne A, Ludden TM. Likelihood based approaches to handling data below
+the quantification limit using NONMEM VI. J Pharmacokinet Pharmacodyn. 2008;35(4):401-421.
 
 Fidler M. Problems with estimating a proportional error with SAEM. nlmixr issue 488, 2021.
 https://github.com/nlmixrdevelopment/nlmixr/issues/488
@@ -258,6 +272,10 @@ class PopulationFit:
     n_unit_variance : int
         Non-zero observations predicted as exactly 0 at the estimates, whose proportional
         error variance is set to 1 (each adds its squared value to the OFV).
+    n_censored : int
+        Observations below the limit of quantification (``roles.cens`` 1), which enter the
+        likelihood by Beal's M3 (``synpmx_lite.pmx._censored``); they count in
+        ``n_observations``.
     study : StudyEvents or None
         The study fitted, which :meth:`residuals` reads.
     effects : pandas.Series
@@ -291,6 +309,7 @@ class PopulationFit:
     starts: pd.DataFrame | None = None
     n_left_out: int = 0
     n_unit_variance: int = 0
+    n_censored: int = 0
     study: StudyEvents | None = field(default=None, repr=False, compare=False)
     effects: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     effect_terms: tuple[CovariateEffect, ...] = ()
@@ -415,6 +434,11 @@ def _fit_notes(fit: PopulationFit) -> list[str]:
             f"note: {fit.n_left_out} observations of 0 left out of the likelihood "
             "(proportional error, Beal's M1)"
         )
+    if fit.n_censored:
+        notes.append(
+            f"note: {fit.n_censored} observations below the limit of quantification, "
+            "fitted by Beal's M3 (the probability of a value below the limit)"
+        )
     if fit.n_unit_variance:
         notes.append(
             f"note: {fit.n_unit_variance} non-zero observations predicted as 0, "
@@ -483,6 +507,8 @@ def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
     # Log-scale residuals of the positive concentrations with a robust loss, so that one
     # patient's gross error (values a thousand times too high) cannot drag the start.
     kept = problem.concentration > 0
+    if problem.censored is not None:  # a limit is not a measured value
+        kept &= ~problem.censored
     log_observed = np.log(problem.concentration[kept])
     zeros = np.zeros((study.n_patients, problem.p))
 
@@ -930,6 +956,10 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         diagnostics.append(_flip_flop_message(problem.model, x, ofv, mirror))
     n_left_out = 0 if problem.left_out is None else int(problem.left_out.sum())
     unit_variance = final.terms["zero"][0] & (problem.y != 0)
+    n_censored = 0
+    if problem.censored is not None:  # M3 gives such a row probability 1, not variance 1
+        unit_variance &= ~problem.censored
+        n_censored = int(problem.censored.sum())
     escaped = unit_variance & problem.after_dose
     if escaped.any():
         diagnostics.append(
@@ -964,6 +994,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         starts=starts,
         n_left_out=n_left_out,
         n_unit_variance=int(unit_variance.sum()),
+        n_censored=n_censored,
         study=study,
         effects=effects,
         effect_terms=problem.effects,

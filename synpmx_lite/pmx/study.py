@@ -82,6 +82,7 @@ class PmxRoles:
     ii: str | None = None
     ss: str | None = None
     cmt: str | None = None
+    cens: str | None = None
     negative_dv: bool = False
     varying: tuple[str, ...] = ()
     effects: tuple[str, ...] = ()
@@ -92,6 +93,7 @@ class PmxRoles:
         """Every column the roles name, in a fixed order."""
         named = (self.id, self.time, self.dv, self.amt, self.evid, self.dvid, self.mdv)
         named += (self.rate, self.nominal_time, self.arm, self.addl, self.ii, self.ss, self.cmt)
+        named += (self.cens,)
         listed = [c for c in named if c is not None] + list(self.covariates) + list(self.keep)
         return tuple(dict.fromkeys(listed))
 
@@ -127,6 +129,7 @@ def pmx_roles(
     ii: str | None = None,
     ss: str | None = None,
     cmt: str | None = None,
+    cens: str | None = None,
     negative_dv: bool = False,
     varying: tuple[str, ...] | list[str] = (),
     effects: tuple[str, ...] | list[str] = (),
@@ -185,14 +188,24 @@ def pmx_roles(
         more doses of the same amount and route, every ``II`` hours after it (``II`` positive
         there). Both or neither.
     ss : str, optional
-        NONMEM's steady-state flag. Only 0 is modelled: a row with another value is refused
-        (write the doses that lead to the steady state, with ``addl``/``ii``).
+        NONMEM's steady-state flag. SS 1 on a dose with a positive ``II`` is the dose at
+        steady state: the dose and the same dose every ``II`` hours before it, for ever (the
+        geometric series of each exponential of the closed forms, :mod:`synpmx_lite.pmx.pk`);
+        with ``ADDL`` the doses after it are ordinary ones. Refused: SS 2, SS on an infusion
+        or under a model with a lag time, and a steady-state dose after an earlier dose of
+        its period (the reset SS=1 implies is not modelled).
     cmt : str, optional
         The compartment of each dose, NONMEM's numbering: under an oral model 1 is the depot
         (first-order absorption) and 2 the central compartment (an IV bolus, or an infusion at
         the row's rate); under an IV model 1 is the central compartment. Any other dose
         compartment is refused. On observation rows it is not read (the engine predicts the
         central concentration).
+    cens : str, optional
+        NONMEM's censoring flag for Beal's method M3: a PK observation with ``CENS`` = 1 was
+        below the limit of quantification, and its ``DV`` holds the limit (its logarithm with
+        ``log_dv``). The fit then uses the probability of a value below the limit in place of
+        the density (``synpmx_lite.pmx._censored``). Only 0 and 1 are modelled (-1, above
+        a limit, is refused), and only on observation rows of the PK endpoint.
     negative_dv : bool, default False
         Whether negative concentrations of the PK endpoint on a linear scale are measurements
         (simulated data with additive error, or an assay that reports values below zero).
@@ -235,6 +248,7 @@ def pmx_roles(
         "ii": ii,
         "ss": ss,
         "cmt": cmt,
+        "cens": cens,
     }
     _check_column_names(required, optional)
     if (addl is None) != (ii is None):
@@ -406,8 +420,9 @@ class StudyEvents:
         Each patient's arm (``"all"`` without an arm column).
     doses : pandas.DataFrame
         One row per dose, additional doses (ADDL/II) written out: ``patient`` (position),
-        ``period``, ``time``, ``amount``, ``duration`` (0 for a bolus or oral dose) and
-        ``central`` (into the central compartment: every dose of an IV model).
+        ``period``, ``time``, ``amount``, ``duration`` (0 for a bolus or oral dose),
+        ``central`` (into the central compartment: every dose of an IV model) and
+        ``interval`` (the II of a steady-state dose, 0 for the others).
     observations : pandas.DataFrame
         One row per observation: ``patient``, ``period``, ``endpoint``, ``time``, ``visit``
         (nominal time or observation index within the endpoint), ``dv``.
@@ -420,6 +435,13 @@ class StudyEvents:
     dose_central : numpy.ndarray or None
         Padded ``(n, max doses)`` flags of the doses into the central compartment under an
         oral model (IV doses, ``roles.cmt`` 2); None where there are none.
+    obs_censored : numpy.ndarray or None
+        Padded ``(n, max observations)`` flags of the PK observations below the limit of
+        quantification (``roles.cens`` 1, ``obs_dv`` the limit); None where there are none.
+    dose_interval : numpy.ndarray or None
+        Padded ``(n, max doses)`` dosing intervals of the steady-state doses (``roles.ss`` 1:
+        the dose and its infinite past every II hours), 0 for the others; None where there
+        are none.
     """
 
     roles: PmxRoles
@@ -437,6 +459,8 @@ class StudyEvents:
     obs_period: np.ndarray
     obs_mask: np.ndarray
     dose_central: np.ndarray | None = None
+    obs_censored: np.ndarray | None = None
+    dose_interval: np.ndarray | None = None
 
     @property
     def n_patients(self) -> int:
@@ -480,6 +504,8 @@ class StudyEvents:
                 )
             },
             dose_central=None if self.dose_central is None else self.dose_central[keep],
+            obs_censored=None if self.obs_censored is None else self.obs_censored[keep],
+            dose_interval=None if self.dose_interval is None else self.dose_interval[keep],
         )
 
 
@@ -629,22 +655,24 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     Raises
     ------
     ValueError
-        A missing column, a column named like a NONMEM data item (ADDL, II, SS, CMT, BLQ,
-        LLOQ, CENS, ...) that no role maps, missing or infinite times, doses or codes, an
-        unknown event code, a negative time or dose, a dose past 1e15, an amount on an
-        observation row, a steady-state dose (SS not 0), additional doses without a positive
-        interval, a dose into a compartment the model has no route for, a time that goes back
-        within a patient at a row that is not a dose (rows out of order, or two patients
-        under one ID), a baseline covariate or keep column that changes within a patient
-        (unless declared ``varying``), a negative concentration of the PK endpoint on a
-        linear scale (unless ``negative_dv``), a missing or infinite value on an observation
-        row that is not flagged missing (MDV 0), subject IDs that read as one (``101`` and
-        ``"101 "``), a patient whose rows are split into separate blocks (two patients
-        sharing an ID, or
-        rows out of order), duplicated rows (equal in every column the roles name within one
-        dosing period: a dose given twice would double the patient's exposure), a record
-        entered twice (a patient's period equal, row for row, to another's), an
-        observation before the patient's first dose, a patient with no observation of the PK
+        A missing column, a column named like a NONMEM data item (ADDL, II, SS, CMT, BLQ, LLOQ,
+        CENS, ...) that no role maps, missing or infinite times, doses or codes, an unknown
+        event code, a negative time or dose, a dose past 1e15, an amount on an observation row,
+        a steady-state dose the engine does not model (SS other than 0 and 1, SS 1 without a
+        positive II, on an infusion, under a lag time, or after an earlier dose of its period),
+        additional doses without a positive interval, a dose into a compartment the model has no
+        route for, a time that goes back within a patient at a row that is not a dose (rows out
+        of order, or two patients under one ID), a baseline covariate or keep column that
+        changes within a patient (unless declared ``varying``), a negative concentration of the
+        PK endpoint on a linear scale (unless ``negative_dv``), a censoring flag (``cens``)
+        other than 0 and 1, or set on a row that is not an observation of the PK endpoint, or on
+        a limit that is not positive on a linear scale, a missing or infinite value on an
+        observation row that is not flagged missing (MDV 0), subject IDs that read as one
+        (``101`` and ``"101 "``), a patient whose rows are split into separate blocks (two
+        patients sharing an ID, or rows out of order), duplicated rows (equal in every column
+        the roles name within one dosing period: a dose given twice would double the patient's
+        exposure), a record entered twice (a patient's period equal, row for row, to another's),
+        an observation before the patient's first dose, a patient with no observation of the PK
         endpoint (unless ``roles.fit_pk`` is False), or fewer than ``min_patients`` patients.
         Each message names the rows by their index labels.
     TypeError
@@ -666,11 +694,13 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     _refuse_changing_baseline(data, roles, codes, ids)
     _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (values["dv"] != 0))
     doses = _dose_table(values, is_dose, codes, period, roles.model.route)
+    _refuse_doses_before_steady_state(data, roles, doses, ids)
     observations = _observation_table(data, roles, values, is_obs, codes, period)
     _refuse_early_observations(doses, observations, ids)
     pk = _pk_endpoint(roles, observations["endpoint"].unique())
     _refuse_patients_without_pk(observations, pk, ids)
     _refuse_negative_concentrations(data, roles, observations, is_obs, pk)
+    _refuse_unmodelled_censoring(data, roles, values, is_obs, observations, pk)
     if roles.nominal_time:
         observations["visit"] = _numeric(data, roles.nominal_time, "nominal_time")[is_obs]
     else:
@@ -715,7 +745,7 @@ def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:
     }
     values["rate"] = _numeric(data, roles.rate, "rate") if roles.rate else np.zeros(len(data))
     values["mdv"] = _numeric(data, roles.mdv, "mdv") if roles.mdv else np.zeros(len(data))
-    for role in ("addl", "ii", "ss", "cmt"):
+    for role in ("addl", "ii", "ss", "cmt", "cens"):
         column = getattr(roles, role)
         values[role] = _numeric(data, column, role) if column else np.zeros(len(data))
     if not roles.cmt:
@@ -772,8 +802,8 @@ def _refuse_dose_items(
     data: pd.DataFrame, roles: PmxRoles, values: dict[str, np.ndarray], is_dose: np.ndarray
 ) -> None:
     """Refuse what the engine does not model in NONMEM's ADDL, II, SS and CMT items."""
-    addl, ii, ss, cmt = (values[k] for k in ("addl", "ii", "ss", "cmt"))
-    _refuse_rows(data, ss != 0, roles.ss, "steady-state doses (SS not 0), which are not modelled")
+    addl, ii, cmt = (values[k] for k in ("addl", "ii", "cmt"))
+    _refuse_steady_state(data, roles, values, is_dose)
     _refuse_rows(
         data, (addl < 0) | (addl != np.round(addl)) | (~is_dose & (addl != 0)), roles.addl,
         "values that are not a whole number of additional doses on a dose row",
@@ -790,6 +820,51 @@ def _refuse_dose_items(
             f"doses into a compartment a {route} model has no dosing route for (NONMEM's "
             "numbering: oral 1 depot, 2 central; IV 1 central)",
         )  # fmt: skip
+
+
+def _refuse_steady_state(
+    data: pd.DataFrame, roles: PmxRoles, values: dict[str, np.ndarray], is_dose: np.ndarray
+) -> None:
+    """Refuse the steady-state doses the closed forms do not give: SS other than 0 or 1 (SS=2
+    adds a steady state to the doses before it), SS on a row that is not a dose, without a
+    positive interval, on an infusion, or under a model with a lag time."""
+    ss, ii, rate = values["ss"], values["ii"], values["rate"]
+    steady = ss == 1
+    _refuse_rows(
+        data, ~np.isin(ss, (0, 1)), roles.ss,
+        "steady-state values other than 0 and 1 (SS=2, a steady state added to earlier "
+        "doses, is not modelled)",
+    )  # fmt: skip
+    _refuse_rows(data, steady & ~is_dose, roles.ss, "SS 1 on rows that are not doses")
+    _refuse_rows(
+        data, steady & (ii <= 0), roles.ss,
+        f"steady-state doses (SS 1) without a positive dosing interval (II, column {roles.ii!r})",
+    )  # fmt: skip
+    _refuse_rows(
+        data, steady & (rate > 0), roles.rate,
+        "steady-state infusions (SS 1 with a positive rate), which are not modelled",
+    )  # fmt: skip
+    if roles.fit_pk and roles.model.lag:
+        _refuse_rows(
+            data, steady, roles.ss,
+            "steady-state doses (SS 1) under a model with a lag time, which are not modelled",
+        )  # fmt: skip
+
+
+def _refuse_doses_before_steady_state(
+    data: pd.DataFrame, roles: PmxRoles, doses: pd.DataFrame, ids: np.ndarray
+) -> None:
+    """Refuse a steady-state dose after another dose of its patient and period: NONMEM's SS=1
+    resets the system there, which the engine does not model."""
+    later = doses.groupby(["patient", "period"]).cumcount().to_numpy() > 0
+    bad = later & (doses["interval"].to_numpy() > 0)
+    if bad.any():
+        patient = ids[doses.loc[bad, "patient"].iloc[0]]
+        raise ValueError(
+            f"column {roles.ss!r} has steady-state doses (SS 1) after an earlier dose of the "
+            f"same patient and period (first: patient {patient!r}): the reset this implies is "
+            "not modelled; start the period with the steady-state dose"
+        )
 
 
 def _dosing_periods(
@@ -849,6 +924,44 @@ def _refuse_negative_concentrations(
     )  # fmt: skip
 
 
+def _refuse_unmodelled_censoring(
+    data: pd.DataFrame,
+    roles: PmxRoles,
+    values: dict[str, np.ndarray],
+    is_obs: np.ndarray,
+    observations: pd.DataFrame,
+    pk: str | None,
+) -> None:
+    """Refuse CENS values Beal's M3 does not model here: other than 0 and 1 (-1 flags a value
+    above a limit), on rows that are not observations, on endpoints other than the PK one,
+    and limits that are not positive on a linear scale."""
+    if not roles.cens:
+        return
+    cens = values["cens"]
+    _refuse_rows(
+        data, ~np.isin(cens, (0, 1)), roles.cens,
+        "values other than 0 and 1 (only censoring below a limit, CENS 1, is modelled)",
+    )  # fmt: skip
+    _refuse_rows(
+        data, (cens == 1) & ~is_obs, roles.cens,
+        "CENS 1 on rows that are not observations (doses, or MDV 1)",
+    )  # fmt: skip
+    censored = np.zeros(len(data), dtype=bool)
+    censored[np.flatnonzero(is_obs)] = observations["censored"].to_numpy(dtype=bool)
+    endpoint = np.full(len(data), pk, dtype=object)
+    endpoint[np.flatnonzero(is_obs)] = observations["endpoint"].to_numpy()
+    _refuse_rows(
+        data, censored & (endpoint != pk), roles.cens,
+        f"censored observations of endpoints other than the PK endpoint {pk!r}, which are "
+        "not modelled",
+    )  # fmt: skip
+    if not roles.log_dv:
+        _refuse_rows(
+            data, censored & (values["dv"] <= 0), roles.dv,
+            "censored observations (CENS 1) whose limit, the DV, is not positive",
+        )  # fmt: skip
+
+
 def _patients(data: pd.DataFrame, roles: PmxRoles) -> tuple[np.ndarray, np.ndarray]:
     """Each row's patient (position) and the source IDs, refusing IDs that read as one and a
     patient whose rows are split into separate blocks."""
@@ -891,11 +1004,14 @@ def _dose_table(
             "central": central,
         }
     )
+    # A steady-state dose (SS 1) carries its interval: it stands for the doses before it.
+    given["interval"] = np.where(values["ss"][is_dose] == 1, values["ii"][is_dose], 0.0)
     # ADDL = k: the dose and k more, every II hours, in the same dosing period.
     repeats = values["addl"][is_dose].astype(int) + 1
     doses = given.loc[given.index.repeat(repeats)].reset_index(drop=True)
     later = np.arange(len(doses)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
     doses["time"] += later * np.repeat(values["ii"][is_dose], repeats)
+    doses.loc[later > 0, "interval"] = 0.0  # the additional doses are ordinary ones
     return doses.sort_values(["patient", "period", "time"], kind="stable").reset_index(drop=True)
 
 
@@ -907,9 +1023,10 @@ def _observation_table(
     codes: np.ndarray,
     period: np.ndarray,
 ) -> pd.DataFrame:
-    """One row per observation, its endpoint ``"DV"`` without a ``dvid`` column."""
+    """One row per observation, its endpoint ``"DV"`` without a ``dvid`` column; with a
+    ``cens`` role, whether it is censored (``censored``, its ``dv`` the limit)."""
     endpoint = data[roles.dvid].astype(str).to_numpy() if roles.dvid else np.full(len(data), "DV")
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "patient": codes[is_obs],
             "period": period[is_obs],
@@ -918,6 +1035,9 @@ def _observation_table(
             "dv": values["dv"][is_obs],
         }
     )
+    if roles.cens:
+        table["censored"] = values["cens"][is_obs] == 1
+    return table
 
 
 def _refuse_early_observations(
@@ -985,11 +1105,16 @@ def _arranged(
     observations."""
     n = len(ids)
     pk_obs = observations[observations["endpoint"] == pk]
-    dose_arrays = _padded(doses, ["time", "amount", "duration", "period", "central"], n, 0.0)
+    dose_arrays = _padded(
+        doses, ["time", "amount", "duration", "period", "central", "interval"], n, 0.0
+    )
     into_central = roles.fit_pk and roles.model.route == "oral" and doses["central"].any()
     obs_arrays = _padded(pk_obs, ["time", "dv", "period"], n, np.nan)
     obs_mask = np.isfinite(obs_arrays[1])
     obs_time, obs_dv, obs_period = (np.where(obs_mask, a, 0.0) for a in obs_arrays)
+    obs_censored = None
+    if "censored" in pk_obs and pk_obs["censored"].any():
+        obs_censored = _padded(pk_obs, ["censored"], n, 0.0)[0] > 0
     return StudyEvents(
         roles=roles,
         ids=ids,
@@ -1006,6 +1131,8 @@ def _arranged(
         obs_period=obs_period.astype(int),
         obs_mask=obs_mask,
         dose_central=dose_arrays[4].astype(bool) if into_central else None,
+        obs_censored=obs_censored,
+        dose_interval=dose_arrays[5] if (dose_arrays[5] > 0).any() else None,
     )
 
 

@@ -16,6 +16,7 @@ from synpmx_lite.pmx.population import (
     importance_sampling_ofv,
 )
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
+from tests.pmx.finite_differences import assert_exact_derivatives
 
 DATA = Path(__file__).parent / "data"
 
@@ -185,19 +186,7 @@ def test_exact_gradient_and_mode_sensitivity_match_central_differences(
     rng = np.random.default_rng(2)
     x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log(residual)]
     x = x + 0.05 * rng.standard_normal(x.size)
-    base = _foce._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
-    assert base.converged.all()
-    _, gradient = _foce._ofv_and_gradient(problem, base)
-    sensitivity = _foce._mode_sensitivity(problem, base)[0]
-    step = 1e-4
-    points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
-    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
-    ofv, _ = _foce._ofv_and_gradient(problem, shifted)
-    total = ofv.sum(axis=1)
-    numeric = (total[: x.size] - total[x.size :]) / (2 * step)
-    np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-5, atol=1e-4)
-    moved = (shifted.eta[: x.size] - shifted.eta[x.size :]) / (2 * step)  # (k, n, p)
-    np.testing.assert_allclose(sensitivity, np.moveaxis(moved, 0, -1), atol=1e-5)
+    assert_exact_derivatives(problem, x, rtol=1e-5, atol=1e-4, eta_atol=1e-5)
 
 
 # --- Uncertainty -------------------------------------------------------------------------------
