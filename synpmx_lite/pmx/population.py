@@ -1158,6 +1158,8 @@ def empirical_bayes_estimates(
     *,
     model: PkModel | None = None,
     error: str | None = None,
+    effect_terms: tuple[CovariateEffect, ...] = (),
+    effects: pd.DataFrame | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Every patient's empirical Bayes random effects under given population estimates.
 
@@ -1183,6 +1185,14 @@ def empirical_bayes_estimates(
     error : str, optional
         The residual error model; default ``"combined"`` (``"additive"`` for log
         concentrations).
+    effect_terms : tuple of CovariateEffect, default ()
+        The covariate effects of the estimates (a fit's ``effect_terms``), read at the
+        study's covariates: each patient's mode is then its deviation from its own typical
+        values, as the fit's ``eta`` is. Without them a model with effects gives modes that
+        carry the effects (a trend on the covariate).
+    effects : pandas.DataFrame, optional
+        One row per set, one column per label of ``effect_terms``: the exponent, or the
+        level's factor, as a fit's ``effects`` holds them. Required with ``effect_terms``.
 
     Returns
     -------
@@ -1221,9 +1231,40 @@ def empirical_bayes_estimates(
             + ", ".join(str(array.shape[0]) for array in values.values())
         )
     x = np.hstack(
-        [np.log(values["typical"]), 0.5 * np.log(values["omega"]), np.log(values["residual"])]
+        [
+            np.log(values["typical"]),
+            0.5 * np.log(values["omega"]),
+            np.log(values["residual"]),
+            _effect_coordinates(effect_terms, effects, x_rows=values["typical"].shape[0]),
+        ]
     )
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, model, error, ERROR_MODELS[error])
+        problem = _Problem(study, model, error, ERROR_MODELS[error], effect_terms)
         evaluation = _modes(problem, x, np.zeros((x.shape[0], study.n_patients, problem.p)))
     return evaluation.eta, evaluation.converged
+
+
+def _effect_coordinates(
+    terms: tuple[CovariateEffect, ...], effects: pd.DataFrame | None, *, x_rows: int
+) -> np.ndarray:
+    """Covariate effects as the outer point holds them ``(sets, effects)``: exponents as they
+    stand, a level's factor as its log; checked against the terms."""
+    if not isinstance(terms, tuple) or not all(isinstance(t, CovariateEffect) for t in terms):
+        raise TypeError("effect_terms must be a tuple of CovariateEffect (a fit's effect_terms)")
+    if not terms:
+        if effects is not None and len(effects.columns):
+            raise ValueError("effects given without effect_terms saying what they are")
+        return np.zeros((x_rows, 0))
+    if not isinstance(effects, pd.DataFrame):
+        raise TypeError(f"effects must be a pandas DataFrame, got {type(effects).__name__}")
+    labels = [t.label for t in terms]
+    missing = [label for label in labels if label not in effects.columns]
+    if missing:
+        raise ValueError(f"effects lacks columns {missing}")
+    if len(effects) != x_rows:
+        raise ValueError(f"effects needs {x_rows} rows (one per set), got {len(effects)}")
+    values = effects[labels].to_numpy(dtype=float)
+    factor = np.array([t.categorical for t in terms])
+    if not np.all(np.isfinite(values)) or np.any(values[:, factor] <= 0):
+        raise ValueError("effects must be finite, and a level's factor positive")
+    return np.where(factor, np.log(np.where(factor, values, 1.0)), values)
