@@ -28,6 +28,9 @@ to the digit. Three parts:
    (``random=("cl", "v", "vp")``), whose pooled starts all reach a local optimum and whose
    best optimum the engine finds from the full model's estimates, nlme from the grid of
    part 3 (best start reported): the OFVs, estimates and CPU time side by side.
+6. A correlated pair on warfarin (runs with ``--quick`` too): additive error, the etas of CL
+   and V correlated (``correlated=("cl", "v")``; nlme's ``random = pdBlocked(list(pdSymm(lcl
+   + lv ~ 1), pdDiag(lka ~ 1)))``): the OFVs, the correlation and the estimates side by side.
 
 R 4.2 with nlme runs the R side (``Rscript benchmarks/nlme_fits.R``, called by this script;
 ``apt-get install r-base-core`` brings both). Without ``Rscript`` on the PATH the script says
@@ -77,6 +80,8 @@ RANDOM_FIT = "warfarin_cl_v"  # warfarin with random effects on CL and V only
 RANDOM = ("cl", "v")
 RANDOM_TWO_FIT = "nimoData_no_q"  # nimoData without an eta on Q
 RANDOM_TWO = ("cl", "v", "vp")
+CORRELATED_FIT = "warfarin_block"  # warfarin with the etas of CL and V correlated
+CORRELATED = ("cl", "v")
 
 
 def nlme_model(study) -> str:
@@ -205,9 +210,13 @@ def main() -> None:
         studies[RANDOM_TWO_FIT], 3, error="additive", random=RANDOM_TWO
     )
     starts[RANDOM_TWO_FIT] = two_compartment_grid(engine[RANDOM_TWO_FIT][0])
-    specs.append(
-        {"study": RANDOM_TWO_FIT, "model": "iv2", "repeats": 1, "random_on": "lcl lv lvp"}
+    specs.append({"study": RANDOM_TWO_FIT, "model": "iv2", "repeats": 1, "random_on": "lcl lv lvp"})
+    studies[CORRELATED_FIT] = studies["warfarin"]
+    engine[CORRELATED_FIT] = timed_fit(
+        studies["warfarin"], 3, error="additive", correlated=CORRELATED
     )
+    starts[CORRELATED_FIT] = pd.DataFrame([pooled_start(engine[CORRELATED_FIT][0])])
+    specs.append({"study": CORRELATED_FIT, "model": "oral1", "repeats": 3, "block": "lcl lv"})
     for spec in specs:
         spec["log_dv"] = studies[spec["study"]].roles.log_dv
     nlme = run_nlme(specs, starts, studies)
@@ -219,6 +228,7 @@ def main() -> None:
     report_covariates(engine[COVARIATE_FIT], nlme)
     report_random(engine[RANDOM_FIT], nlme, RANDOM_FIT, "Warfarin")
     report_random(engine[RANDOM_TWO_FIT], nlme, RANDOM_TWO_FIT, "nimoData")
+    report_correlated(engine[CORRELATED_FIT], nlme)
     if arguments.reference and nlme is not None:
         write_reference(nlme[nlme["study"] == "theo_sd"].iloc[0])
     total = sum(engine[n][2] for n in ONE_COMPARTMENT)
@@ -415,6 +425,36 @@ def report_random(engine: tuple, nlme: pd.DataFrame | None, name: str, title: st
     )
     if nlme is not None:
         print(f"random_fit_ofv_engine_minus_nlme[{name}]: {fit.ofv - found['ofv']:.3f}")
+
+
+def report_correlated(engine: tuple, nlme: pd.DataFrame | None) -> None:
+    """Warfarin with the etas of CL and V correlated: the engine beside nlme's pdBlocked."""
+    fit, seconds, cpu = engine
+    label = ",".join(CORRELATED)
+    table = fit.summary()
+    rows = {"OFV": [fit.ofv, np.nan], "wall s": [seconds, np.nan], "CPU s": [cpu, np.nan]}
+    rows[f"correlation {label}"] = [fit.correlation[label], table.loc[("correlation", label), "se"]]
+    rows |= {f"typical {p}": [fit.typical[p], np.nan] for p in fit.model.parameters}
+    rows |= {f"omega_sd {p}": [fit.omega_sd[p], np.nan] for p in fit.random}
+    rows["additive"] = [fit.residual["additive"], np.nan]
+    frame = pd.DataFrame(rows, index=["engine", "engine SE"]).T
+    if nlme is not None:
+        found = nlme[nlme["study"] == CORRELATED_FIT].iloc[0]
+        frame["nlme"] = (
+            [found["ofv"], found["seconds"], found["cpu"], found["corr_est"]]
+            + [np.exp(found[f"{NLME_NAMES[p]}_est"]) for p in fit.model.parameters]
+            + [found[f"sd_{NLME_NAMES[p]}_est"] for p in fit.random]
+            + [found["sigma_est"]]
+        )
+    print_beside(
+        f"Warfarin, additive error, the etas of {' and '.join(CORRELATED)} correlated (engine "
+        f"{status_of(fit)}):",
+        frame,
+    )
+    if nlme is not None:
+        print(f"correlated_fit_ofv_engine_minus_nlme: {fit.ofv - found['ofv']:.3f}")
+        gap = fit.correlation[label] - found["corr_est"]
+        print(f"correlated_fit_rho_engine_minus_nlme: {gap:.4f}")
 
 
 def status_of(fit) -> str:
