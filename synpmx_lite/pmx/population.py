@@ -5,7 +5,8 @@ The model, for patient :math:`i` and observation :math:`j`:
 .. math::
 
     \theta_{ik} = \theta_k e^{\eta_{ik}}, \quad \eta_i \sim N(0, \Omega),\ \Omega
-    \text{ diagonal (or one correlated pair)}, \qquad y_{ij} = f(t_{ij}; \theta_i) + \varepsilon_{ij},\quad
+    \text{ diagonal (or one correlated pair)},
+    \qquad y_{ij} = f(t_{ij}; \theta_i) + \varepsilon_{ij},\quad
     \varepsilon_{ij} \sim N(0, V_{ij}),
 
 with :math:`f` a closed-form model of :mod:`synpmx_lite.pmx.pk` and residual variance
