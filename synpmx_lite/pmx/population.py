@@ -722,7 +722,7 @@ def fit_population(
         (every parameter of the model unless they name some).
     correlated : pair of str, optional
         Two parameters with an eta whose etas are correlated (a 2 x 2 block of Omega), e.g.
-        ``("cl", "v")``; their correlation is estimated as :math:`\tanh z` and reported in
+        ``("cl", "v")``; their correlation is estimated as :math:`\\tanh z` and reported in
         ``correlation`` and a ``("correlation", "cl,v")`` row of ``summary()``. Default the
         roles' ``correlated`` (none: a diagonal Omega).
     max_iterations : int, default 300

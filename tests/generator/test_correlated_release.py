@@ -41,6 +41,16 @@ def test_the_correlation_is_released_rounded_and_read_back(fit, fingerprint):
     assert Fingerprint.from_json(fingerprint.to_json()).correlation == fingerprint.correlation
     assert f"cp: {PAIR} correlation" in fit.privacy.moves.columns
     assert fingerprint.checks["P5"] != "FAIL"
+    table = release_checks(fingerprint.to_json(), fit.study, pk=fit.pk, privacy=fit.privacy)
+    verdicts = table.set_index("check")["verdict"]
+    assert verdicts["P2"] == verdicts["P3"] == "pass"  # its key is vocabulary, its figure one
+
+
+def test_p3_fails_a_correlation_with_too_many_figures(fit, fingerprint):
+    released = json.loads(fingerprint.to_json())
+    exact = released | {"correlation": {PAIR: round(fit.pk.correlation[PAIR], 4)}}
+    table = release_checks(json.dumps(exact), fit.study, pk=fit.pk, privacy=fit.privacy)
+    assert table.set_index("check").loc["P3", "verdict"] == "FAIL"
 
 
 def test_p5_fails_an_edited_an_unknown_or_an_unread_correlation(fit, fingerprint):
