@@ -9,6 +9,7 @@ from synpmx_lite.pmx import _foce, population
 from synpmx_lite.pmx.covariates import parse_effects
 from synpmx_lite.pmx.population import ERROR_MODELS, fit_population
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
+from tests.pmx.derivatives import assert_exact_derivatives
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +37,8 @@ def test_exact_gradient_and_mode_sensitivity_match_central_differences(warfarin,
     )
     start = population._pooled_starts(problem, warfarin)[0]
     x = np.r_[start, np.log([0.3, 0.25, 1e-5]), np.log([0.5, 0.1]), [0.7], [0.6]]
-    base = _foce._modes(problem, x[None], np.zeros((1, warfarin.n_patients, problem.p)))
-    _, gradient = _foce._ofv_and_gradient(problem, base)
-    sensitivity = _foce._mode_sensitivity(problem, base)[0]
-    step = 1e-4
-    points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
-    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
-    total = _foce._ofv_and_gradient(problem, shifted)[0].sum(axis=1)
-    numeric = (total[: x.size] - total[x.size :]) / (2 * step)
     held = problem.p + 2  # ka's SD, held at 1e-5: its differences are ill-conditioned
-    keep = np.arange(x.size) != held
-    np.testing.assert_allclose(gradient[0].sum(axis=0)[keep], numeric[keep], rtol=1e-5, atol=1e-4)
-    moved = (shifted.eta[: x.size] - shifted.eta[x.size :]) / (2 * step)
-    np.testing.assert_allclose(
-        sensitivity[..., keep], np.moveaxis(moved, 0, -1)[..., keep], atol=1e-5
-    )
+    assert_exact_derivatives(problem, x, keep=np.arange(x.size) != held)
 
 
 def test_a_zero_correlation_gives_the_diagonal_objective(warfarin, fits):

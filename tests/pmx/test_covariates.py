@@ -8,6 +8,7 @@ from synpmx_lite.pmx import _foce, population
 from synpmx_lite.pmx.covariates import parse_effects
 from synpmx_lite.pmx.population import ERROR_MODELS, fit_population
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
+from tests.pmx.derivatives import assert_exact_derivatives
 from tests.simulated import weight_data
 
 
@@ -79,17 +80,7 @@ def test_exact_gradient_in_the_effects_matches_central_differences(monkeypatch):
     problem = _foce._Problem(study, model, "combined", ERROR_MODELS["combined"], effects)
     start = population._pooled_starts(problem, study)[0]
     x = np.r_[start, np.full(problem.p, np.log(0.3)), np.log([0.5, 0.1]), [0.7, 0.9, -0.2]]
-    base = _foce._modes(problem, x[None], np.zeros((1, study.n_patients, problem.p)))
-    _, gradient = _foce._ofv_and_gradient(problem, base)
-    sensitivity = _foce._mode_sensitivity(problem, base)[0]
-    step = 1e-4
-    points = np.vstack([x + step * np.eye(x.size), x - step * np.eye(x.size)])
-    shifted = _foce._modes(problem, points, np.repeat(base.eta, len(points), axis=0))
-    total = _foce._ofv_and_gradient(problem, shifted)[0].sum(axis=1)
-    numeric = (total[: x.size] - total[x.size :]) / (2 * step)
-    np.testing.assert_allclose(gradient[0].sum(axis=0), numeric, rtol=1e-5, atol=1e-4)
-    moved = (shifted.eta[: x.size] - shifted.eta[x.size :]) / (2 * step)
-    np.testing.assert_allclose(sensitivity, np.moveaxis(moved, 0, -1), atol=1e-5)
+    assert_exact_derivatives(problem, x)
 
 
 def test_the_reference_defaults_to_the_median_and_the_most_common_level():
