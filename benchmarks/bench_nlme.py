@@ -22,9 +22,15 @@ to the digit. Three parts:
    power of weight over 70 kg (``effects=("cl ~ wt/70", "v ~ wt/70")``), the engine beside
    nlme (``fixed = list(lcl ~ lwt, lv ~ lwt, lka ~ 1)``): OFV, the exponents with their SEs,
    and wall-clock and CPU time.
-5. Chosen random effects on warfarin (runs with ``--quick`` too): additive error, random
+5. Chosen random effects (runs with ``--quick`` too): warfarin, additive error, random
    effects on CL and V only (``random=("cl", "v")``; nlme's ``random = pdDiag(lcl + lv ~ 1)``),
-   ka a typical value shared by every patient: the OFVs and estimates side by side.
+   ka a typical value shared by every patient; and nimoData without an eta on Q
+   (``random=("cl", "v", "vp")``), whose pooled starts all reach a local optimum and whose
+   best optimum the engine finds from the full model's estimates, nlme from the grid of
+   part 3 (best start reported): the OFVs, estimates and CPU time side by side.
+6. A correlated pair on warfarin (runs with ``--quick`` too): additive error, the etas of CL
+   and V correlated (``correlated=("cl", "v")``; nlme's ``random = pdBlocked(list(pdSymm(lcl
+   + lv ~ 1), pdDiag(lka ~ 1)))``): the OFVs, the correlation and the estimates side by side.
 
 R 4.2 with nlme runs the R side (``Rscript benchmarks/nlme_fits.R``, called by this script;
 ``apt-get install r-base-core`` brings both). Without ``Rscript`` on the PATH the script says
@@ -72,6 +78,10 @@ WEIGHT_EFFECTS = ("cl ~ wt/70", "v ~ wt/70")
 COVARIATE_FIT = "warfarin_wt"  # the covariate fit's name beside the plain warfarin fit
 RANDOM_FIT = "warfarin_cl_v"  # warfarin with random effects on CL and V only
 RANDOM = ("cl", "v")
+RANDOM_TWO_FIT = "nimoData_no_q"  # nimoData without an eta on Q
+RANDOM_TWO = ("cl", "v", "vp")
+CORRELATED_FIT = "warfarin_block"  # warfarin with the etas of CL and V correlated
+CORRELATED = ("cl", "v")
 
 
 def nlme_model(study) -> str:
@@ -110,6 +120,19 @@ def export(directory: Path, name: str, study, starts: pd.DataFrame) -> None:
         }
     ).to_csv(directory / f"{name}_pairs.csv", index=False)
     starts.to_csv(directory / f"{name}_starts.csv", index=False)
+
+
+def two_compartment_grid(fit) -> pd.DataFrame:
+    """nlme's starts for a two-compartment fit: the engine's pooled start, with Q and Vp
+    on a grid around CL and V."""
+    base = pooled_start(fit)
+    return pd.DataFrame(
+        [
+            base | {"lq": base["lcl"] + np.log(q), "lvp": base["lv"] + np.log(vp)}
+            for q in (0.3, 1.0, 3.0)
+            for vp in (1.0, 3.0, 10.0)
+        ]
+    )
 
 
 def log_weight(study) -> np.ndarray:
@@ -168,13 +191,7 @@ def main() -> None:
         starts[name] = pd.DataFrame([pooled_start(engine[name][0])])
         specs.append({"study": name, "model": nlme_model(studies[name]), "repeats": REPEATS})
     for name in two:
-        base = pooled_start(engine[name][0])
-        grid = [
-            base | {"lq": base["lcl"] + np.log(q), "lvp": base["lv"] + np.log(vp)}
-            for q in (0.3, 1.0, 3.0)
-            for vp in (1.0, 3.0, 10.0)
-        ]
-        starts[name] = pd.DataFrame(grid)
+        starts[name] = two_compartment_grid(engine[name][0])
         specs.append({"study": name, "model": "iv2", "repeats": 1})
     studies[COVARIATE_FIT] = studies["warfarin"]
     engine[COVARIATE_FIT] = timed_fit(
@@ -188,6 +205,18 @@ def main() -> None:
     engine[RANDOM_FIT] = timed_fit(studies["warfarin"], 3, error="additive", random=RANDOM)
     starts[RANDOM_FIT] = pd.DataFrame([pooled_start(engine[RANDOM_FIT][0])])
     specs.append({"study": RANDOM_FIT, "model": "oral1", "repeats": 3, "random_on": "lcl lv"})
+    studies[RANDOM_TWO_FIT] = prepare_study(*load_dataset("nimoData"))
+    engine[RANDOM_TWO_FIT] = timed_fit(
+        studies[RANDOM_TWO_FIT], 3, error="additive", random=RANDOM_TWO
+    )
+    starts[RANDOM_TWO_FIT] = two_compartment_grid(engine[RANDOM_TWO_FIT][0])
+    specs.append({"study": RANDOM_TWO_FIT, "model": "iv2", "repeats": 1, "random_on": "lcl lv lvp"})
+    studies[CORRELATED_FIT] = studies["warfarin"]
+    engine[CORRELATED_FIT] = timed_fit(
+        studies["warfarin"], 3, error="additive", correlated=CORRELATED
+    )
+    starts[CORRELATED_FIT] = pd.DataFrame([pooled_start(engine[CORRELATED_FIT][0])])
+    specs.append({"study": CORRELATED_FIT, "model": "oral1", "repeats": 3, "block": "lcl lv"})
     for spec in specs:
         spec["log_dv"] = studies[spec["study"]].roles.log_dv
     nlme = run_nlme(specs, starts, studies)
@@ -197,7 +226,9 @@ def main() -> None:
     if two:
         report_two_compartments(engine, nlme, studies)
     report_covariates(engine[COVARIATE_FIT], nlme)
-    report_random(engine[RANDOM_FIT], nlme)
+    report_random(engine[RANDOM_FIT], nlme, RANDOM_FIT, "Warfarin")
+    report_random(engine[RANDOM_TWO_FIT], nlme, RANDOM_TWO_FIT, "nimoData")
+    report_correlated(engine[CORRELATED_FIT], nlme)
     if arguments.reference and nlme is not None:
         write_reference(nlme[nlme["study"] == "theo_sd"].iloc[0])
     total = sum(engine[n][2] for n in ONE_COMPARTMENT)
@@ -364,30 +395,66 @@ def report_covariates(engine: tuple, nlme: pd.DataFrame | None) -> None:
         print(f"covariate_fit_engine_over_nlme_cpu: {cpu / found['cpu']:.3f}")
 
 
-def report_random(engine: tuple, nlme: pd.DataFrame | None) -> None:
-    """Warfarin with random effects on CL and V only: the engine's OFV and estimates beside
-    nlme's."""
+def report_random(engine: tuple, nlme: pd.DataFrame | None, name: str, title: str) -> None:
+    """A fit with chosen random effects: the engine's OFV and estimates beside those of
+    nlme's best start."""
     fit, seconds, cpu = engine
     rows = {"OFV": [fit.ofv], "wall s": [seconds], "CPU s": [cpu]}
-    rows |= {f"typical {name}": [fit.typical[name]] for name in fit.model.parameters}
-    rows |= {f"omega_sd {name}": [fit.omega_sd[name]] for name in RANDOM}
+    rows |= {f"typical {p}": [fit.typical[p]] for p in fit.model.parameters}
+    rows |= {f"omega_sd {p}": [fit.omega_sd[p]] for p in fit.random}
     rows["additive"] = [fit.residual["additive"]]
     frame = pd.DataFrame(rows, index=["engine"]).T
     if nlme is not None:
-        found = nlme[nlme["study"] == RANDOM_FIT].iloc[0]
+        runs = nlme[(nlme["study"] == name) & nlme["ofv"].notna()]
+        found = runs.loc[runs["ofv"].idxmin()]
         frame["nlme"] = (
             [found["ofv"], found["seconds"], found["cpu"]]
-            + [np.exp(found[f"{NLME_NAMES[name]}_est"]) for name in fit.model.parameters]
-            + [found[f"sd_{NLME_NAMES[name]}_est"] for name in RANDOM]
+            + [np.exp(found[f"{NLME_NAMES[p]}_est"]) for p in fit.model.parameters]
+            + [found[f"sd_{NLME_NAMES[p]}_est"] for p in fit.random]
             + [found["sigma_est"]]
         )
+        ofvs = np.round(np.sort(runs["ofv"].to_numpy()), 2)
+        title += (
+            f" (nlme: best of {len(runs)} starts, converged {bool(found['converged'])}, "
+            f"OFVs {ofvs})"
+        )
     print_beside(
-        f"Warfarin, additive error, random effects on {' and '.join(RANDOM)} only (engine "
+        f"{title}, additive error, random effects on {', '.join(fit.random)} only (engine "
         f"{status_of(fit)}; {', '.join(fit.diagnostics) or 'no diagnostics'}):",
         frame,
     )
     if nlme is not None:
-        print(f"random_fit_ofv_engine_minus_nlme: {fit.ofv - found['ofv']:.3f}")
+        print(f"random_fit_ofv_engine_minus_nlme[{name}]: {fit.ofv - found['ofv']:.3f}")
+
+
+def report_correlated(engine: tuple, nlme: pd.DataFrame | None) -> None:
+    """Warfarin with the etas of CL and V correlated: the engine beside nlme's pdBlocked."""
+    fit, seconds, cpu = engine
+    label = ",".join(CORRELATED)
+    table = fit.summary()
+    rows = {"OFV": [fit.ofv, np.nan], "wall s": [seconds, np.nan], "CPU s": [cpu, np.nan]}
+    rows[f"correlation {label}"] = [fit.correlation[label], table.loc[("correlation", label), "se"]]
+    rows |= {f"typical {p}": [fit.typical[p], np.nan] for p in fit.model.parameters}
+    rows |= {f"omega_sd {p}": [fit.omega_sd[p], np.nan] for p in fit.random}
+    rows["additive"] = [fit.residual["additive"], np.nan]
+    frame = pd.DataFrame(rows, index=["engine", "engine SE"]).T
+    if nlme is not None:
+        found = nlme[nlme["study"] == CORRELATED_FIT].iloc[0]
+        frame["nlme"] = (
+            [found["ofv"], found["seconds"], found["cpu"], found["corr_est"]]
+            + [np.exp(found[f"{NLME_NAMES[p]}_est"]) for p in fit.model.parameters]
+            + [found[f"sd_{NLME_NAMES[p]}_est"] for p in fit.random]
+            + [found["sigma_est"]]
+        )
+    print_beside(
+        f"Warfarin, additive error, the etas of {' and '.join(CORRELATED)} correlated (engine "
+        f"{status_of(fit)}):",
+        frame,
+    )
+    if nlme is not None:
+        print(f"correlated_fit_ofv_engine_minus_nlme: {fit.ofv - found['ofv']:.3f}")
+        gap = fit.correlation[label] - found["corr_est"]
+        print(f"correlated_fit_rho_engine_minus_nlme: {gap:.4f}")
 
 
 def status_of(fit) -> str:

@@ -16,6 +16,9 @@
 # those parameters scale as a power of weight over 70 kg: the obs file's column lwt holds
 # log(weight / 70), and the exponents are reported as <parameter>_wt_est and _se. A study
 # whose random_on column names log parameters ("lcl lv") has random effects on those only.
+# A study whose block column names two log parameters ("lcl lv") has their random effects
+# correlated (pdBlocked: pdSymm for the pair, pdDiag for the rest), the correlation reported
+# as corr_est.
 suppressPackageStartupMessages(library(nlme))
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -89,6 +92,15 @@ fit_one <- function(spec, obs, pairs, start) {
   random_on <- if (is.null(spec$random_on) || is.na(spec$random_on) || spec$random_on == "")
     parameters else strsplit(spec$random_on, " ")[[1]]
   random <- pdDiag(as.formula(paste(paste(random_on, collapse = " + "), "~ 1")))
+  block <- if (is.null(spec$block) || is.na(spec$block) || spec$block == "") character(0) else
+    strsplit(spec$block, " ")[[1]]
+  if (length(block) == 2) {
+    rest <- setdiff(random_on, block)
+    random <- pdBlocked(list(
+      pdSymm(as.formula(paste(paste(block, collapse = " + "), "~ 1"))),
+      pdDiag(as.formula(paste(paste(rest, collapse = " + "), "~ 1")))
+    ))
+  }
   weight_on <- if (is.null(spec$weight_on) || is.na(spec$weight_on)) character(0) else
     strsplit(spec$weight_on, " ")[[1]]
   starting <- unlist(start[parameters])
@@ -147,6 +159,10 @@ fit_one <- function(spec, obs, pairs, start) {
     row[[paste0("sd_", name, "_est")]] <- unname(sds[name])
   }
   row$sigma_est <- fit$sigma
+  if (length(block) == 2) {
+    covariance <- as.matrix(pdMatrix(fit$modelStruct$reStruct)[[1]])
+    row$corr_est <- cov2cor(covariance)[block[1], block[2]]
+  }
   # intervals() gives the SDs' limits from a normal approximation on the log scale.
   limits <- tryCatch(intervals(fit, which = "var-cov"), error = function(e) NULL)
   for (name in parameters) {

@@ -49,6 +49,7 @@ from .attacks.membership_generator import (
     GeneratorAttack,
     equivalent_patients,
     generator_membership_attack,
+    refuse_unauditable,
     simplified_prediction,
 )
 from .attacks.tracing import (
@@ -209,6 +210,7 @@ __all__ = [
     "r_worked_example",
     "random_predicates",
     "reference_sample_test",
+    "refuse_unauditable",
     "release_checks",
     "release_problems",
     "release_shares",

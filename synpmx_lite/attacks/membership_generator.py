@@ -66,6 +66,7 @@ __all__ = [
     "GeneratorAttack",
     "equivalent_patients",
     "generator_membership_attack",
+    "refuse_unauditable",
     "simplified_prediction",
 ]
 
@@ -471,9 +472,12 @@ def generator_membership_attack(
     ------
     TypeError, ValueError
         An unknown study, a fraction outside (0, 1) or one leaving too few members or
-        non-members, fewer than 4 replicates, a rounding below 1, a negative seed.
+        non-members, fewer than 4 replicates, a rounding below 1, a negative seed; a study
+        whose roles choose the random effects, covariate effects or a correlated pair
+        (:func:`refuse_unauditable`).
     """
     data, roles = load_dataset(name)
+    refuse_unauditable(name, roles)
     cohort_fraction = check_real(
         cohort_fraction, "cohort_fraction", low=0, high=1, low_open=True, high_open=True
     )
@@ -515,6 +519,31 @@ def generator_membership_attack(
         estimates=_estimate_table(releases, parameters),
         shadow_off_by=_shadow_off_by(references),
     )
+
+
+def refuse_unauditable(name: str, roles: PmxRoles) -> None:
+    """Refuse a study whose release this audit cannot score.
+
+    The population score reads every parameter's released variance, and each candidate's
+    random effects under a diagonal Omega without covariate effects: a release built with
+    ``random=`` (no variance for some parameters), ``effects=`` or ``correlated=`` would be
+    scored against estimates it does not hold, or against the wrong model, and its AUC
+    would say nothing. Such a release is refused with a ``ValueError`` naming the options,
+    rather than audited wrongly.
+    """
+    chosen = {
+        "random": roles.random,
+        "effects": roles.effects or None,
+        "correlated": roles.correlated,
+    }
+    chosen = {option: value for option, value in chosen.items() if value is not None}
+    if chosen:
+        listed = ", ".join(f"{option}={value!r}" for option, value in chosen.items())
+        raise ValueError(
+            f"study {name!r} is fitted with {listed}: the membership audit scores releases "
+            "with a variance on every parameter and no covariate effects or correlation, so "
+            "it cannot audit this release"
+        )
 
 
 def _shadow_cohort_size(name: str, n: int, cohort_fraction: float) -> int:

@@ -45,6 +45,7 @@ from .membership_generator import (
     _shadow_cohort_size,
     _shadow_cohorts,
     _share_score,
+    refuse_unauditable,
 )
 
 __all__ = [
@@ -84,7 +85,8 @@ def shadow_settings(
     name: str, *, replicates: int, cohort_fraction: float = SHADOW_FRACTION, seed: int = SHADOW_SEED
 ) -> dict:
     """The settings that key one study's shadow releases (checked)."""
-    load_dataset(name)  # an unknown study is refused here
+    _, roles = load_dataset(name)  # an unknown study is refused here
+    refuse_unauditable(name, roles)  # and one whose release the audit cannot score
     return {
         "study": name,
         "replicates": check_count(replicates, "replicates", minimum=10),

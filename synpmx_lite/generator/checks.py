@@ -341,6 +341,9 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
             return label in FINGERPRINT_FIELDS + OPTIONAL_FIELDS
         if head == "effects" and depth == 3:
             return label in EFFECT_KEYS
+        if head == "correlation" and depth == 2:  # "cl,v": two parameters' names
+            names = str(label).split(",")
+            return len(names) == 2 and all(name in _PARAMETERS for name in names)
         if depth == 2:
             return label in {
                 "model": _VOCABULARY_KEYS["model"],
@@ -446,7 +449,7 @@ def _p2(released: dict, source: _Source) -> list[str]:
 def _p3(released: dict, source: _Source) -> list[str]:
     """Released numbers that are one to ``k - 1`` patients' values, or carry too many figures."""
     problems = []
-    for field in ("typical", "omega", "residual"):
+    for field in ("typical", "omega", "residual", "correlation"):
         for name, value in as_mapping(released.get(field)).items():
             problems += _excess_figures(value, RELEASED_FIGURES["estimate"], f"{field} {name}")
     for part in (
@@ -1280,6 +1283,7 @@ def _p5(
         shown += [f"{name} mean on the log scale", f"{name} SD on the log scale"]
     shown += _effect_columns(privacy.moves.columns, released, endpoint)
     shown += [f"{endpoint}: {name} residual error" for name in as_mapping(released.get("residual"))]
+    shown += [f"{endpoint}: {pair} correlation" for pair in as_mapping(released.get("correlation"))]
     for name, model in as_mapping(released.get("pd")).items():
         shown += [f"{name}: baseline typical value", f"{name}: baseline between-subject SD"]
         parameters = as_mapping(as_mapping(model).get("parameters"))
@@ -1310,8 +1314,10 @@ def _p5(
         judged = "review" if judged == "pass" else judged
     problems = _unread_pk_estimates(shown, privacy.moves.columns, released, pk)
     fitted = {"typical": pk.typical, "omega": pk.omega, "residual": pk.residual} if pk else {}
+    if pk is not None:
+        fitted["correlation"] = pk.correlation
     if pk is None:
-        for field in ("typical", "omega", "residual"):
+        for field in ("typical", "omega", "residual", "correlation"):
             if as_mapping(released.get(field)):
                 problems.append(f"released {field} has no PK fit behind it")
     for field, estimates in fitted.items():
@@ -1361,9 +1367,15 @@ def _unread_pk_estimates(
     problems = [
         f"released {column} has no reading of each patient's move"
         for column in shown
-        if column.endswith(("typical value", "between-subject SD"))
+        if column.endswith(("typical value", "between-subject SD", " correlation"))
         and ": baseline " not in column
         and column not in read
+    ]
+    problems += [
+        f"released correlation {pair} has no correlated pair behind it (the fit's: "
+        f"{', '.join(pk.correlation.index) or 'none'})"
+        for pair in as_mapping(released.get("correlation"))
+        if pair not in pk.correlation.index
     ]
     return problems + [
         f"released omega {name} has no random effect behind it (the fit has none on {name})"

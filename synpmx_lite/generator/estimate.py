@@ -74,6 +74,7 @@ from ..pmx.study import (
     DATASETS,
     PmxRoles,
     StudyEvents,
+    _correlated_names,
     _random_names,
     load_dataset,
     prepare_study,
@@ -259,6 +260,7 @@ def synpmx_model_estimate(
     residual_readings: bool = False,
     earlier_releases: list | None = None,
     random: tuple[str, ...] | list[str] | None = None,
+    correlated: tuple[str, str] | list[str] | None = None,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -313,6 +315,11 @@ def synpmx_model_estimate(
         takes them; default the roles' own). A parameter without one releases no variance,
         and its typical value is read by the infinitesimal jackknife
         (:func:`synpmx_lite.generator.influence.jackknife_moves`).
+    correlated : pair of str, optional
+        Two PK parameters with a random effect whose etas are correlated (as
+        :func:`synpmx_lite.pmx.study.pmx_roles` takes them). The fingerprint releases their
+        correlation (``correlation``), and each patient's move of it is read by the
+        infinitesimal jackknife.
 
     Returns
     -------
@@ -340,6 +347,11 @@ def synpmx_model_estimate(
         if not isinstance(roles, PmxRoles):
             raise TypeError(f"roles must be a PmxRoles, got {type(roles).__name__}")
         roles = dataclasses.replace(roles, random=_random_names(random, roles.model))
+    if correlated is not None:
+        if not isinstance(roles, PmxRoles):
+            raise TypeError(f"roles must be a PmxRoles, got {type(roles).__name__}")
+        pair = _correlated_names(correlated, roles.model, roles.random)
+        roles = dataclasses.replace(roles, correlated=pair)
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
     refusal = release_refusal(study)
@@ -460,7 +472,9 @@ def _influence_round(
     moves = influence_moves(pk, subset.covariates, continuous, pk_label=pk_label, ids=subset.ids)
     kinds = ("residual", "effect", "typical") if residual_readings else ("effect", "typical")
     without_eta = pk is not None and len(pk.random) < len(pk.model.parameters)
-    if pk is not None and (residual_readings or pk.effect_terms or without_eta):
+    correlated = pk is not None and pk.correlated is not None
+    kinds += ("correlation",) if correlated else ()
+    if pk is not None and (residual_readings or pk.effect_terms or without_eta or correlated):
         jackknife = jackknife_moves(
             subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds
         )
@@ -802,6 +816,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         "typical": {k: _round(v, 1) for k, v in pk.typical.items()} if pk else {},
         "omega": {k: _round(v, 1) for k, v in pk.omega.items()} if pk else {},
         "residual": {k: _round(v, 1) for k, v in pk.residual.items()} if pk else {},
+        "correlation": {k: _round(v, 1) for k, v in pk.correlation.items()} if pk else {},
     }
     endpoints = _endpoint_release(fit, cohort)
     draft = Fingerprint(

@@ -97,6 +97,27 @@ def _covariate_shift(fingerprint: Fingerprint, covariates: dict, model) -> np.nd
     return shift
 
 
+def _random_effects(fingerprint: Fingerprint, model, n: int, rng: np.random.Generator):
+    """Each synthetic patient's etas ``(n, parameters)``: normal with the released variances,
+    correlated where the fingerprint releases a pair's correlation; 0 for a parameter
+    without a released variance."""
+    random = [p for p in model.parameters if p in fingerprint.omega]
+    omega = np.array([fingerprint.omega[p] for p in random])
+    eta = np.zeros((n, len(model.parameters)))
+    draws = rng.standard_normal((n, omega.size))
+    if fingerprint.correlation:
+        ((pair, rho),) = fingerprint.correlation.items()
+        a, b = (random.index(name) for name in pair.split(","))
+        correlation = np.eye(omega.size)
+        correlation[a, b] = correlation[b, a] = rho
+        sd = np.sqrt(omega)
+        root = np.linalg.cholesky(sd[:, None] * correlation * sd[None, :])
+        eta[:, np.isin(model.parameters, random)] = draws @ root.T
+    else:
+        eta[:, np.isin(model.parameters, random)] = np.sqrt(omega) * draws
+    return eta
+
+
 def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator):
     """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied."""
     arms = fingerprint.arms
@@ -295,14 +316,8 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     model = fingerprint.pk_model
     theta = None
     if model is not None:
-        # Only the parameters with a released variance get a random effect.
-        random = [p for p in model.parameters if p in fingerprint.omega]
-        omega = np.array([fingerprint.omega[p] for p in random])
         typical = np.array([fingerprint.typical[p] for p in model.parameters])
-        eta = np.zeros((n, typical.size))
-        eta[:, np.isin(model.parameters, random)] = np.sqrt(omega) * rng.standard_normal(
-            (n, omega.size)
-        )
+        eta = _random_effects(fingerprint, model, n, rng)
         theta = typical * np.exp(_covariate_shift(fingerprint, covariates, model) + eta)
     dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
     ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)

@@ -185,7 +185,8 @@ def jackknife_moves(
     kinds : tuple of str, default ("residual", "effect", "typical")
         Which estimates to read: residual errors, covariate effects, typical values of the
         parameters without a random effect (those with one are read from their etas by
-        :func:`influence_moves`).
+        :func:`influence_moves`), and ``"correlation"``, a correlated pair's correlation
+        (hundredths of the correlation, :math:`100\,|\Delta\rho|`).
 
     Returns
     -------
@@ -193,7 +194,8 @@ def jackknife_moves(
         One row per patient (index: source ID), one column per residual error
         (``"<pk_label>: <name> residual error"``) and per effect
         (``"<pk_label>: <label> effect"``) and per typical value without a random effect
-        (``"<pk_label>: <name> typical value"``); empty of columns where the covariance step
+        (``"<pk_label>: <name> typical value"``), and a correlated pair's
+        ``"<pk_label>: cl,v correlation"``; empty of columns where the covariance step
         failed.
     """
     if not isinstance(pk, PopulationFit):
@@ -211,8 +213,11 @@ def jackknife_moves(
         if key[0] in kinds and not (key[0] == "typical" and key[1] in pk.random)
     ]
     columns = [f"{pk_label}: {name} {_KIND_NAMES[kind]}" for kind, name in keys]
+    # A correlation is estimated as Fisher's z: its move read in the correlation's own units,
+    # d rho = (1 - rho^2) dz, as the exact refits measure it.
+    scale = [1 - pk.correlation[name] ** 2 if kind == "correlation" else 1.0 for kind, name in keys]
     moves = pd.DataFrame(
-        100 * np.abs(pk.jackknife[keys].to_numpy()), index=pk.eta.index, columns=columns
+        100 * np.abs(pk.jackknife[keys].to_numpy()) * scale, index=pk.eta.index, columns=columns
     )
     base = _estimated_scale(pk, keys)
     for i in np.flatnonzero((moves.to_numpy() >= exact_from).any(axis=1)):
@@ -220,13 +225,23 @@ def jackknife_moves(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
             refit = fit_population(
-                without, model=pk.model, error=pk.error, effects=_formulas(pk), random=pk.random
+                without,
+                model=pk.model,
+                error=pk.error,
+                effects=_formulas(pk),
+                random=pk.random,
+                correlated=pk.correlated,
             )
         moves.iloc[i] = 100 * np.abs(_estimated_scale(refit, keys) - base)
     return moves
 
 
-_KIND_NAMES = {"residual": "residual error", "effect": "effect", "typical": "typical value"}
+_KIND_NAMES = {
+    "residual": "residual error",
+    "effect": "effect",
+    "typical": "typical value",
+    "correlation": "correlation",
+}
 
 
 def _estimated_scale(fit: PopulationFit, keys: list) -> np.ndarray:
@@ -235,6 +250,9 @@ def _estimated_scale(fit: PopulationFit, keys: list) -> np.ndarray:
     values = []
     for kind, name in keys:
         table = {"residual": fit.residual, "typical": fit.typical}.get(kind, fit.effects)
+        if kind == "correlation":  # read as it stands: it may be 0 or negative
+            values.append(float(fit.correlation[name]))
+            continue
         value = float(table[name])
         values.append(value if name in powers else np.log(value))
     return np.array(values)

@@ -59,8 +59,9 @@ FINGERPRINT_FIELDS = (
 )
 
 #: Fields a fingerprint holds only where the fit used them (absent from the JSON otherwise, so
-#: that a release without them reads as before): ``effects``, the covariate effects.
-OPTIONAL_FIELDS = ("effects",)
+#: that a release without them reads as before): ``effects``, the covariate effects, and
+#: ``correlation``, the correlation of a correlated pair of PK etas.
+OPTIONAL_FIELDS = ("effects", "correlation")
 
 VERDICTS = ("pass", "review", "FAIL")
 
@@ -290,11 +291,33 @@ def _schema(released: object) -> _Schema:
         _check_endpoints(schema, released)
     for i, effect in enumerate(schema.items(released.get("effects", []), "effects")):
         _check_effect(schema, released, f"effects[{i}]", effect)
+    if "correlation" in released:
+        _check_correlation(schema, released)
     if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
         for name in _CHECK_KEYS:
             if name in released["checks"]:
                 schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
     return schema
+
+
+def _check_correlation(schema: _Schema, released: dict) -> None:
+    """One pair ``"cl,v"`` of two parameters with a released variance, and its correlation
+    inside (-1, 1)."""
+    pairs = released["correlation"]
+    if not schema.names(pairs, "correlation"):
+        return
+    if len(pairs) != 1:
+        schema.value_problems.append(f"correlation must hold one pair, got {len(pairs)}")
+    omega = released.get("omega") if isinstance(released.get("omega"), dict) else {}
+    for pair, rho in pairs.items():
+        names = pair.split(",")
+        if len(names) != 2 or names[0] == names[1] or not all(n in omega for n in names):
+            schema.value_problems.append(
+                f"correlation {pair!r} must name two parameters with a released omega"
+            )
+        schema.number(rho, f"correlation.{pair}", low=-1.0, high=1.0, open_low=True)
+        if rho == 1 and not isinstance(rho, bool):
+            schema.value_problems.append(f"correlation.{pair} must lie inside (-1, 1)")
 
 
 def _check_fields(schema: _Schema, released: dict) -> None:
@@ -554,6 +577,9 @@ class Fingerprint:
         ``reference`` a continuous covariate's value is divided by (two figures; ``level``
         null) or the categorical ``level`` whose factor it is (``reference`` null). Only
         effects of released covariates are released.
+    correlation : dict
+        The correlation of the PK fit's correlated pair of etas (absent from the JSON for a
+        diagonal Omega), keyed ``"cl,v"``, at one significant figure as the other estimates.
     """
 
     cohort_size: int
@@ -574,6 +600,7 @@ class Fingerprint:
     endpoints: dict
     checks: dict
     effects: list = dataclasses.field(default_factory=list)
+    correlation: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _schema(self._fields()).refuse("not a fingerprint: ")

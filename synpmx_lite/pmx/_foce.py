@@ -49,6 +49,7 @@ class _Problem:
         residual_names: tuple[str, ...],
         effects: tuple[CovariateEffect, ...] = (),
         random: np.ndarray | None = None,
+        pair: tuple[int, int] | None = None,
     ) -> None:
         self.model = model
         # Which parameters have a random effect; the others' SDs are held near 0 by the fit.
@@ -82,7 +83,10 @@ class _Problem:
         self.concentration = np.exp(self.y) if self.log_dv else self.y
         self.residual_columns = [_RESIDUAL_COMPONENTS.index(name) for name in residual_names]
         self.n_variance = 2 * self.p + len(self.residual_columns)  # where the betas start
-        self.k = self.n_variance + self.n_effects
+        # A correlated pair of etas (``correlated=``): their correlation tanh(z), with z the
+        # last outer coordinate, after the betas; None for a diagonal Omega.
+        self.pair = pair
+        self.k = self.n_variance + self.n_effects + (pair is not None)
         self.n_obs = self.y.size
         self.identity = np.eye(self.p)
         # Under proportional error an observed 0 has a density that grows without bound as
@@ -112,6 +116,28 @@ class _Problem:
             x[:, self.p : 2 * self.p],
             residual,
         )
+
+    def correlation(self, x: np.ndarray) -> np.ndarray | None:
+        """The pair's correlation at outer points ``(B, k)`` -> ``(B,)``; None without one."""
+        return None if self.pair is None else np.tanh(x[:, -1])
+
+    def precision_matrix(self, log_sd: np.ndarray, rho: np.ndarray) -> np.ndarray:
+        """Omega's inverse ``(B, 1, p, p)`` with the pair correlated: D^-1 R^-1 D^-1, R^-1
+        the identity but for the pair's 2 x 2 block, in closed form."""
+        a, b = self.pair
+        inverse_r = np.broadcast_to(self.identity, (len(rho), self.p, self.p)).copy()
+        inverse_r[:, a, a] = inverse_r[:, b, b] = 1 / (1 - rho**2)
+        inverse_r[:, a, b] = inverse_r[:, b, a] = -rho / (1 - rho**2)
+        scale = np.exp(-log_sd)
+        return (scale[:, :, None] * inverse_r * scale[:, None, :])[:, None]
+
+    def omega_change(self, log_sd: np.ndarray, rho: np.ndarray) -> np.ndarray:
+        """d Omega / dz ``(B, 1, p, p)``: nonzero only at the pair, (1 - rho^2) sd_a sd_b."""
+        a, b = self.pair
+        change = np.zeros((len(rho), 1, self.p, self.p))
+        value = (1 - rho**2) * np.exp(log_sd[:, a] + log_sd[:, b])
+        change[:, 0, a, b] = change[:, 0, b, a] = value
+        return change
 
     def covariate_shift(self, x: np.ndarray) -> np.ndarray:
         """What the covariate effects add to each patient's log typical values ``(B, n, p)``."""
@@ -183,18 +209,28 @@ def _chain(jacobian: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return np.swapaxes(jacobian, -1, -2) @ matrix @ jacobian
 
 
-def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
-    """``L_i(eta)`` of every patient, and with ``order`` 2 its gradient and Hessians."""
+def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int, rho=None) -> dict:
+    """``L_i(eta)`` of every patient, and with ``order`` 2 its gradient and Hessians; ``rho``
+    the pair's correlation (``(B,)``, None for a diagonal Omega)."""
     f, f_u, f_uu, jacobian, second = problem.predictions(mu + eta, order)
     variance, inverse, slope, curvature, zero, a2, b2 = problem.variance(f, residual)
     r = problem.y - f
-    precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
     data = np.log(variance) + r**2 * inverse
     censored = {}
     if problem.censored is not None:  # Beal's M3 in place of the density (_censored)
         censored = censored_terms(problem.y, f, variance, slope, curvature, zero)
         data = np.where(problem.censored, censored["data"], data)
-    objective = problem.per_patient(data, axis=-1) + (eta**2 * precision).sum(axis=-1)
+    if rho is None:
+        precision = np.exp(-2 * log_sd)[:, None, :]  # 1 / omega^2, (B, 1, p)
+        precise_eta = eta * precision
+        quadratic = (eta**2 * precision).sum(axis=-1)
+        prior = 2 * precision[..., None] * problem.identity  # (B, 1, p, p)
+    else:  # Omega^-1 a matrix (B, 1, p, p)
+        precision = problem.precision_matrix(log_sd, rho)
+        precise_eta = np.einsum("...kl,...l->...k", precision, eta)
+        quadratic = (eta * precise_eta).sum(axis=-1)
+        prior = 2 * precision
+    objective = problem.per_patient(data, axis=-1) + quadratic
     if order == 0:
         return {"objective": objective}
     scaled_r = r * inverse
@@ -219,12 +255,12 @@ def _joint(problem: _Problem, mu, log_sd, residual, eta, order: int) -> dict:
     hessian_u = problem.per_patient(
         d_ff[..., None, None] * outer + d_f[..., None, None] * f_uu, axis=-3
     )
-    prior = 2 * precision[..., None] * problem.identity  # (B, 1, p, p)
     score = np.einsum("...ak,...a->...k", jacobian, score_u)
     information = _chain(jacobian, information_u) + prior
     hessian = _chain(jacobian, hessian_u) + np.einsum("...a,...akl->...kl", score_u, second) + prior
     return dict(
-        objective=objective, gradient=score + 2 * eta * precision, score=score,
+        objective=objective, gradient=score + 2 * precise_eta, score=score, prior=prior,
+        precise_eta=precise_eta, rho=rho,
         information=information, hessian=hessian, information_u=information_u,
         f=f, f_u=f_u, f_uu=f_uu, jacobian=jacobian, second=second, r=r, inverse=inverse,
         slope=slope, curvature=curvature, zero=zero, a2=a2, b2=b2, d_f=d_f, weight=weight,
@@ -262,7 +298,8 @@ def _modes(
     tolerance = _MODE_TOLERANCE if tolerance is None else tolerance
     iterations = _MODE_ITERATIONS if iterations is None else iterations
     mu, log_sd, residual = problem.unpack(x)
-    terms = _joint(problem, mu, log_sd, residual, eta, 2)
+    rho = problem.correlation(x)
+    terms = _joint(problem, mu, log_sd, residual, eta, 2, rho)
     stalled = np.zeros(eta.shape[:-1], dtype=bool)
     for _ in range(iterations):
         step = _newton_step(terms)
@@ -274,7 +311,7 @@ def _modes(
         step = np.where(done[..., None], 0.0, step / np.maximum(size, 1.0)[..., None])
         current = terms["objective"]
         trial = eta + step
-        terms = _joint(problem, mu, log_sd, residual, trial, 2)
+        terms = _joint(problem, mu, log_sd, residual, trial, 2, rho)
         # Rounding may raise a converging patient's objective by a few ulps: allow it.
         worse = ~(terms["objective"] <= current + 1e-12 * np.abs(current))
         if worse.any():
@@ -282,13 +319,13 @@ def _modes(
             for _ in range(_STEP_HALVINGS):
                 scale = np.where(worse, scale / 2, scale)
                 trial = eta + scale[..., None] * step
-                value = _joint(problem, mu, log_sd, residual, trial, 0)["objective"]
+                value = _joint(problem, mu, log_sd, residual, trial, 0, rho)["objective"]
                 worse = ~(value <= current + 1e-12 * np.abs(current))
                 if not worse.any():
                     break
             stalled |= worse
             trial = np.where(worse[..., None], eta, trial)  # no descent: stay
-            terms = _joint(problem, mu, log_sd, residual, trial, 2)
+            terms = _joint(problem, mu, log_sd, residual, trial, 2, rho)
         eta = trial
     else:  # out of iterations: which modes the last step found
         size = np.abs(_newton_step(terms)).max(axis=-1)
@@ -343,6 +380,8 @@ def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
     information = t["information"]
     sign, log_det = np.linalg.slogdet(information / 2)
     ofv = t["objective"] + 2 * log_sd.sum(axis=-1)[:, None] + log_det
+    if problem.pair is not None:  # log|Omega| = 2 sum log SD + log(1 - rho^2)
+        ofv = ofv + np.log1p(-t["rho"] ** 2)[:, None]
     ofv = np.where(sign > 0, ofv, np.inf)
     inverse, slope, curvature = t["inverse"], t["slope"], t["curvature"]
     f_u, jacobian, second = t["f_u"], t["jacobian"], t["second"]
@@ -366,20 +405,48 @@ def _ofv_and_gradient(problem: _Problem, evaluation: _Evaluation):
     aq = np.linalg.solve(t["hessian"], q[..., None])[..., 0]
     precision = t["precision"]
     gradient = np.empty((*ofv.shape, problem.k))
-    gradient[..., :p] = t["score"] + 2 * precision * aq
-    gradient[..., p : 2 * p] = (
-        2
-        - 2 * eta**2 * precision
-        - 4 * np.diagonal(m, axis1=-2, axis2=-1) * precision
-        + 4 * aq * eta * precision
-    )
+    if problem.pair is None:
+        gradient[..., :p] = t["score"] + 2 * precision * aq
+        gradient[..., p : 2 * p] = (
+            2
+            - 2 * eta**2 * precision
+            - 4 * np.diagonal(m, axis1=-2, axis2=-1) * precision
+            + 4 * aq * eta * precision
+        )
+    else:
+        _correlated_gradient(problem, t, eta, m, aq, log_sd, gradient)
     for column, (d_psi, d_f_psi, weight_psi) in enumerate(_residual_moves(problem, t)):
         direct = problem.per_patient(d_psi + weight_psi * gmg, axis=-1)
         score_psi = problem.per_patient(d_f_psi[..., None] * f_u, axis=-2)
         implicit = (aq * np.einsum("...ak,...a->...k", jacobian, score_psi)).sum(axis=-1)
         gradient[..., 2 * p + column] = direct - implicit
-    gradient[..., problem.n_variance :] = problem.effect_columns(gradient[..., :p])
+    effects = slice(problem.n_variance, problem.n_variance + problem.n_effects)
+    gradient[..., effects] = problem.effect_columns(gradient[..., :p])
     return ofv, gradient
+
+
+def _correlated_gradient(problem, t, eta, m, aq, log_sd, gradient) -> None:
+    """The gradient's typical-value, log-SD and z columns with a correlated pair.
+
+    With ``P = Omega^-1``, ``W = dP/dtheta = -P (dOmega/dtheta) P`` and ``M = H^-1``, each
+    parameter of Omega moves the OFV by ``eta' W eta + tr(P dOmega) + 2 tr(M W)`` directly
+    and by ``-2 aq' W eta`` through the modes; a log SD has ``W_k = -(E_kk P + P E_kk)``.
+    """
+    p = problem.p
+    precision = t["precision"]  # (B, 1, p, p)
+    p_eta = t["precise_eta"]
+    p_aq = np.einsum("...kl,...l->...k", precision, aq)
+    gradient[..., :p] = t["score"] + 2 * p_aq
+    mp = np.diagonal(m @ precision, axis1=-2, axis2=-1)
+    gradient[..., p : 2 * p] = 2 - 2 * eta * p_eta - 4 * mp + 2 * (aq * p_eta + p_aq * eta)
+    change = problem.omega_change(log_sd, t["rho"])  # (B, 1, p, p)
+    pmp = precision @ m @ precision
+    gradient[..., -1] = (
+        -2 * t["rho"][:, None]
+        - np.einsum("...k,...kl,...l->...", p_eta, change, p_eta)
+        - 2 * np.einsum("...kl,...lk->...", pmp, change)
+        + 2 * np.einsum("...k,...kl,...l->...", p_aq, change, p_eta)
+    )
 
 
 def _select(evaluation: _Evaluation, index: int) -> _Evaluation:
@@ -389,7 +456,7 @@ def _select(evaluation: _Evaluation, index: int) -> _Evaluation:
         x=evaluation.x[part],
         eta=evaluation.eta[part],
         converged=evaluation.converged[part],
-        terms={name: value[part] for name, value in evaluation.terms.items()},
+        terms={n: v if v is None else v[part] for n, v in evaluation.terms.items()},
     )
 
 
@@ -399,12 +466,22 @@ def _mode_sensitivity(problem: _Problem, evaluation: _Evaluation) -> np.ndarray:
     p = problem.p
     precision = t["precision"]
     cross = np.zeros((*evaluation.eta.shape, problem.k))  # d (dL/deta) / dx
-    cross[..., :p] = t["hessian"] - 2 * precision[..., None] * problem.identity
-    cross[..., p : 2 * p] = -4 * (evaluation.eta * precision)[..., None] * problem.identity
+    cross[..., :p] = t["hessian"] - t["prior"]
+    if problem.pair is None:
+        cross[..., p : 2 * p] = -4 * (evaluation.eta * precision)[..., None] * problem.identity
+    else:  # 2 W_k eta = -2 (e_k (P eta)_k + P e_k eta_k); and 2 W_z eta
+        p_eta = t["precise_eta"]
+        cross[..., p : 2 * p] = -2 * (
+            p_eta[..., None] * problem.identity + precision * evaluation.eta[..., None, :]
+        )
+        _, log_sd, _ = problem.unpack(evaluation.x)
+        change = problem.omega_change(log_sd, t["rho"])
+        cross[..., -1] = -2 * np.einsum("...kl,...lm,...m->...k", precision, change, p_eta)
     for column, (_, d_f_psi, _) in enumerate(_residual_moves(problem, t)):
         score_psi = problem.per_patient(d_f_psi[..., None] * t["f_u"], -2)
         cross[..., 2 * p + column] = np.einsum("...ak,...a->...k", t["jacobian"], score_psi)
     # A beta moves the patient's typical log value, as mu does, scaled by its design value.
     design = problem.design[:, None, :]  # (n, 1, c): the same for every eta
-    cross[..., problem.n_variance :] = cross[..., problem.effect_target] * design
+    effects = slice(problem.n_variance, problem.n_variance + problem.n_effects)
+    cross[..., effects] = cross[..., problem.effect_target] * design
     return -np.linalg.solve(t["hessian"], cross)

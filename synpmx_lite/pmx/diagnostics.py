@@ -73,10 +73,10 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
         raise ValueError("study must hold the fit's patients, in the fit's order")
     problem = _problem(fit, study)
     names = list(fit.model.parameters)
-    mu = np.log(fit.typical[names].to_numpy())
+    mu = _typical_log_values(fit)
     # A parameter without a random effect has eta 0 and variance 0.
     eta = fit.eta.reindex(columns=names, fill_value=0.0).to_numpy()
-    pred, g0 = _predictions(problem, np.broadcast_to(mu, eta.shape))
+    pred, g0 = _predictions(problem, mu)
     ipred, g = _predictions(problem, mu + eta)
     a, b = (float(fit.residual.get(name, 0.0)) for name in ("additive", "proportional"))
     omega = fit.omega.reindex(names, fill_value=0.0).to_numpy()
@@ -105,6 +105,15 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
 def _check_fit(fit: object) -> None:
     if type(fit).__name__ != "PopulationFit":
         raise TypeError(f"fit must be a PopulationFit, got {type(fit).__name__}")
+
+
+def _typical_log_values(fit: object) -> np.ndarray:
+    """Each patient's log typical values ``(patients, parameters)``: the population's, moved
+    by the covariate effects at the patient's covariates (PRED is the typical patient's
+    prediction at those covariates, not at the reference's)."""
+    mu = np.log(fit.typical[list(fit.model.parameters)].to_numpy(dtype=float))
+    mu = np.broadcast_to(mu, (fit.n_patients, mu.size))
+    return mu if fit.covariate_shift is None else mu + fit.covariate_shift.to_numpy()
 
 
 def _problem(fit: object, study: StudyEvents) -> _Problem:
@@ -241,12 +250,12 @@ def _simulated_studies(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(replicates, observations)`` values simulated from the fit, and the PRED."""
     names = list(fit.model.parameters)
-    mu = np.log(fit.typical[names].to_numpy())
+    mu = _typical_log_values(fit)
     eta = rng.standard_normal((replicates, problem.n_patients, len(names)))
     log_theta = mu + eta * np.sqrt(fit.omega.reindex(names, fill_value=0.0).to_numpy())
     with np.errstate(all="ignore"):
         f = _sensitivities(fit.model, problem.dosing, log_theta, 0)[0]
-        pred = _sensitivities(fit.model, problem.dosing, np.broadcast_to(mu, eta.shape[1:]), 0)[0]
+        pred = _sensitivities(fit.model, problem.dosing, mu, 0)[0]
     if problem.log_dv:
         f, pred = np.log(f), np.log(pred)
     a, b = (float(fit.residual.get(name, 0.0)) for name in ("additive", "proportional"))

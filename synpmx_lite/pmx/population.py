@@ -5,7 +5,8 @@ The model, for patient :math:`i` and observation :math:`j`:
 .. math::
 
     \theta_{ik} = \theta_k e^{\eta_{ik}}, \quad \eta_i \sim N(0, \Omega),\ \Omega
-    \text{ diagonal}, \qquad y_{ij} = f(t_{ij}; \theta_i) + \varepsilon_{ij},\quad
+    \text{ diagonal (or one correlated pair)},
+    \qquad y_{ij} = f(t_{ij}; \theta_i) + \varepsilon_{ij},\quad
     \varepsilon_{ij} \sim N(0, V_{ij}),
 
 with :math:`f` a closed-form model of :mod:`synpmx_lite.pmx.pk` and residual variance
@@ -24,6 +25,15 @@ prior pins the mode at 0 and :math:`\log|\Omega| + \log|H_i/2|` loses the eta's 
 at :math:`10^{-5}` the two differ by less than :math:`10^{-6}` in OFV (theo_sd and nimoData).
 Such a parameter has no row in ``omega``, no column in ``eta``, and no variance in the
 covariance step.
+
+**A correlated pair.** ``correlated=("cl", "v")`` makes :math:`\Omega` a 2 x 2 block
+for the two parameters' etas, diagonal elsewhere: :math:`\Omega = DRD`, :math:`D` the
+between-subject SDs and :math:`R` the identity but for the pair's correlation
+:math:`\rho = \tanh z`. The outer problem estimates the log SDs and Fisher's :math:`z`,
+so that it stays unconstrained and :math:`\Omega` positive definite; the covariance step
+gives :math:`\mathrm{SE}(z)`, and :math:`\mathrm{SE}(\rho) = (1 - \rho^2)\,\mathrm{SE}(z)`
+by the delta method. :math:`\log|\Omega|` gains :math:`\log(1 - \rho^2)`, and the
+derivatives below carry :math:`\Omega^{-1}` as a matrix (``pmx._foce``).
 
 **Objective: FOCE with interaction (FOCE-I).** Each patient's marginal likelihood is
 approximated by Laplace's method around the mode :math:`\hat\eta_i` of the joint density
@@ -93,7 +103,10 @@ The objective, the modes and their derivatives are computed in the private modul
   the volume, terminal slope for clearance), several absorption rates and, for two
   compartments, a grid of distribution parameters. The OFV of every start is evaluated in
   one batch, and the search runs from the best (from the best three for two compartments);
-  the fit reports the lowest optimum reached, and the table of runs (``starts``).
+  the fit reports the lowest optimum reached, and the table of runs (``starts``). A fit
+  that leaves parameters without an eta (``random=``) also runs from the full model's
+  optimum (an eta on every parameter, fitted first) with those SDs held, as NONMEM users
+  start a reduced model: the reduced model's optimum is then never above that point's OFV.
 * Covariance step: :math:`R`, the Hessian of the OFV in the estimated (log) parameters, by
   central differences of the exact gradient, and :math:`S = \sum_i \nabla O_i \nabla
   O_i^\top` from each patient's gradient. The covariance is :math:`2R^{-1}` (the inverse of
@@ -162,7 +175,7 @@ from ._foce import (
 )
 from .covariates import CovariateEffect, parse_effects
 from .pk import PkModel, _sensitivities
-from .study import StudyEvents, _random_names
+from .study import StudyEvents, _correlated_names, _random_names
 
 __all__ = [
     "ERROR_MODELS",
@@ -190,6 +203,8 @@ _OMEGA_SD_BOUNDS = (0.01, 5.0)
 _NO_ETA_LOG_SD = float(np.log(1e-5))
 # An exponent within +-10; a categorical level's factor within a factor 100 either way.
 _EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
+# Fisher's z of a correlation within +-5: |rho| up to 0.9999.
+_CORRELATION_Z_BOUNDS = (-5.0, 5.0)
 _TYPICAL_RANGE = np.log(100.0)  # typical values within a factor 100 of the start
 _AT_BOUND = 1e-4  # on the log scale: a parameter this close to a bound sits on it
 _HESSIAN_STEP = 1e-4  # central differences of the gradient, log scale
@@ -289,6 +304,9 @@ class PopulationFit:
     covariate_shift : pandas.DataFrame or None
         What the effects add to each patient's log typical values (rows as ``eta``); None
         without effects.
+    correlation : pandas.Series
+        The correlation of a correlated pair's etas (``correlated=``), indexed ``"cl,v"``;
+        empty for a diagonal Omega. The covariance step holds it as Fisher's z, ``arctanh``.
     """
 
     model: PkModel
@@ -314,6 +332,7 @@ class PopulationFit:
     effects: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     effect_terms: tuple[CovariateEffect, ...] = ()
     covariate_shift: pd.DataFrame | None = None
+    correlation: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
 
     @property
     def omega_sd(self) -> pd.Series:
@@ -324,6 +343,14 @@ class PopulationFit:
     def random(self) -> tuple[str, ...]:
         """The parameters with a random effect (the others are typical values only)."""
         return tuple(self.omega.index)
+
+    @property
+    def correlated(self) -> tuple[str, str] | None:
+        """The two parameters whose etas are correlated (``correlation``), or None."""
+        if not len(self.correlation):
+            return None
+        first, second = self.correlation.index[0].split(",")
+        return first, second
 
     @property
     def n_patients(self) -> int:
@@ -386,6 +413,8 @@ class PopulationFit:
         parts = {"typical": self.typical, "omega_sd": self.omega_sd, "residual": self.residual}
         if len(self.effects):
             parts["effect"] = self.effects
+        if len(self.correlation):
+            parts["correlation"] = self.correlation
         estimates = pd.concat(parts, names=["kind", "parameter"])
         covariance = self.covariance if method == "hessian" else self.sandwich
         log_se = pd.Series(np.nan, index=estimates.index)
@@ -412,6 +441,10 @@ class PopulationFit:
             table.loc[powers, "rse_percent"] = 100 * se / beta.abs()
             table.loc[powers, "ci_low"] = beta - half_width.loc[powers]
             table.loc[powers, "ci_high"] = beta + half_width.loc[powers]
+        if len(self.correlation):
+            table.loc["correlation"] = _correlation_rows(
+                self.correlation, log_se.loc["correlation"]
+            ).to_numpy()
         return table
 
     def __str__(self) -> str:
@@ -424,6 +457,24 @@ class PopulationFit:
             f"OFV {self.ofv:.2f} ({status})",
         ]
         return "\n".join(lines + _fit_notes(self))
+
+
+def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
+    """The summary's rows of a correlation estimated as Fisher's z: the SE by the delta
+    method, :math:`(1 - \\rho^2)\\,\\mathrm{SE}(z)`, and the interval
+    :math:`\\tanh(z \\pm 1.96\\,\\mathrm{SE}(z))`, inside (-1, 1)."""
+    z, half = np.arctanh(rho), special.ndtri(0.975) * z_se.to_numpy()
+    se = (1 - rho**2) * z_se.to_numpy()
+    return pd.DataFrame(
+        {
+            "estimate": rho,
+            "se": se,
+            "rse_percent": 100 * se / rho.abs(),
+            "ci_low": np.tanh(z - half),
+            "ci_high": np.tanh(z + half),
+            "shrinkage_percent": np.nan,
+        }
+    )
 
 
 def _fit_notes(fit: PopulationFit) -> list[str]:
@@ -452,14 +503,22 @@ def _unpacked_series(problem: _Problem, x: np.ndarray):
     names = list(problem.model.parameters)
     _, log_sd, residual = (a[0] for a in problem.unpack(x[None]))
     residual_names = list(problem.residual_names)
-    beta = x[problem.n_variance :]
+    beta = x[problem.n_variance : problem.n_variance + problem.n_effects]
     factor = np.array([e.categorical for e in problem.effects], dtype=bool)
     return (
         pd.Series(np.exp(x[: problem.p]), index=names),
         pd.Series(np.exp(2 * log_sd[problem.random]), index=np.array(names)[problem.random]),
         pd.Series(residual[problem.residual_columns], index=residual_names),
         pd.Series(np.where(factor, np.exp(beta), beta), index=[e.label for e in problem.effects]),
+        pd.Series(np.tanh(x[-1:]) if problem.pair else [], index=_pair_label(problem)),
     )
+
+
+def _pair_label(problem: _Problem) -> list[str]:
+    """The correlation's name, ``"cl,v"``, in a list (empty without a correlated pair)."""
+    if problem.pair is None:
+        return []
+    return [",".join(problem.model.parameters[i] for i in problem.pair)]
 
 
 def _parameter_index(problem: _Problem) -> pd.MultiIndex:
@@ -468,7 +527,8 @@ def _parameter_index(problem: _Problem) -> pd.MultiIndex:
         [("typical", n) for n in names]
         + [("omega_sd", n) for n in names]
         + [("residual", n) for n in problem.residual_names]
-        + [("effect", e.label) for e in problem.effects],
+        + [("effect", e.label) for e in problem.effects]
+        + [("correlation", label) for label in _pair_label(problem)],
         names=["kind", "parameter"],
     )
 
@@ -573,8 +633,11 @@ def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarra
     """
     t = evaluation.terms
     p = problem.p
-    omega = 1 / t["precision"][0, 0]
-    data = t["information"][0] - 2 * t["precision"][0, :, :, None] * problem.identity
+    if problem.pair is None:
+        omega = 1 / t["precision"][0, 0]
+    else:  # the diagonal of Omega: its variances
+        omega = np.exp(2 * evaluation.x[0, p : 2 * p])
+    data = t["information"][0] - t["prior"][0]
     # (Omega + 2 I^-1)^-1 = I (Omega I + 2)^-1, which needs no inverse of I.
     ratio = np.linalg.solve(
         (omega[:, None] * data + 2 * problem.identity).swapaxes(-1, -2), data.swapaxes(-1, -2)
@@ -582,9 +645,11 @@ def _expected_curvature(problem: _Problem, evaluation: _Evaluation) -> np.ndarra
     curvature = np.empty(problem.k)
     per_patient = 2 * np.diagonal(ratio, axis1=-2, axis2=-1)
     curvature[:p] = per_patient.sum(axis=0)
-    curvature[problem.n_variance :] = (
+    curvature[problem.n_variance : problem.n_variance + problem.n_effects] = (
         problem.effect_columns(per_patient[None])[0] * problem.design
     ).sum(axis=0)
+    if problem.pair is not None:  # Fisher's z of a correlation: variance about 1 / n
+        curvature[-1] = 2 * problem.n_patients
     explained = omega * np.diagonal(ratio, axis1=-2, axis2=-1)  # omega^2 / total, per patient
     curvature[p : 2 * p] = (4 * explained**2).sum(axis=0)
     for column, (dv, _) in enumerate(_residual_changes(problem, t)):
@@ -657,6 +722,7 @@ def fit_population(
     error: str | None = None,
     effects: tuple[str, ...] | list[str] | None = None,
     random: tuple[str, ...] | list[str] | None = None,
+    correlated: tuple[str, str] | list[str] | None = None,
     max_iterations: int = 300,
 ) -> PopulationFit:
     """Fit a population PK model to a study's PK endpoint by FOCE-I.
@@ -680,6 +746,11 @@ def fit_population(
         others are typical values shared by every patient, with no omega in the fit's
         ``omega`` or ``summary()`` and no column in ``eta``. Default the roles' ``random``
         (every parameter of the model unless they name some).
+    correlated : pair of str, optional
+        Two parameters with an eta whose etas are correlated (a 2 x 2 block of Omega), e.g.
+        ``("cl", "v")``; their correlation is estimated as :math:`\\tanh z` and reported in
+        ``correlation`` and a ``("correlation", "cl,v")`` row of ``summary()``. Default the
+        roles' ``correlated`` (none: a diagonal Omega).
     max_iterations : int, default 300
         Most L-BFGS-B iterations of each run of the outer problem.
 
@@ -725,6 +796,9 @@ def fit_population(
     max_iterations = check_count(max_iterations, "max_iterations")
     terms = _study_effects(study, model, effects)
     random = _random_parameters(model, study.roles.random if random is None else random)
+    pair = _correlated_pair(
+        model, random, study.roles.correlated if correlated is None else correlated
+    )
     if not study.roles.log_dv and not np.any(study.obs_dv[study.obs_mask] > 0):
         raise ValueError(
             "study has no positive concentration of its PK endpoint: every DV is zero or "
@@ -733,7 +807,7 @@ def fit_population(
     # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
     # start-up and synchronization, which on a loaded machine costs more than the fit itself.
     with _thread_pools().limit(limits=1, user_api="blas"):
-        return _fit(study, model, error, max_iterations, terms, random)
+        return _fit(study, model, error, max_iterations, terms, random, pair)
 
 
 def _study_effects(study: StudyEvents, model: PkModel, effects: object):
@@ -752,6 +826,14 @@ def _random_parameters(model: PkModel, random: object) -> tuple[str, ...]:
     ``None``, else those named (each once, at least one; a ``ValueError`` otherwise)."""
     named = _random_names(random, model)
     return tuple(name for name in model.parameters if named is None or name in named)
+
+
+def _correlated_pair(
+    model: PkModel, random: tuple[str, ...], correlated: object
+) -> tuple[int, int] | None:
+    """The indices (model order) of the two parameters whose etas are correlated, or None."""
+    names = _correlated_names(correlated, model, random)
+    return None if names is None else tuple(model.parameters.index(n) for n in names)
 
 
 def _checked_model_and_error(study: object, model: object, error: object) -> tuple[PkModel, str]:
@@ -776,9 +858,12 @@ def _fit(
     max_iterations: int,
     effects: tuple,
     random: tuple[str, ...],
+    pair: tuple[int, int] | None = None,
 ) -> PopulationFit:
     random_mask = np.isin(model.parameters, random)
-    problem = _Problem(study, model, error, ERROR_MODELS[error], effects, random=random_mask)
+    problem = _Problem(
+        study, model, error, ERROR_MODELS[error], effects, random=random_mask, pair=pair
+    )
     p, n = problem.p, study.n_patients
     spread = float(np.median(np.abs(problem.y[problem.y != 0]))) if np.any(problem.y) else 1.0
     residual0 = {"additive": np.log(0.1 * spread), "proportional": np.log(0.1)}
@@ -786,6 +871,7 @@ def _fit(
         np.where(problem.random, np.log(0.3), _NO_ETA_LOG_SD),
         [residual0[name] for name in ERROR_MODELS[error]],
         np.zeros(problem.n_effects),  # no covariate effect
+        np.zeros(int(pair is not None)),  # uncorrelated
     ]
     candidates = np.array([np.r_[start, tail] for start in _pooled_starts(problem, study)])
     # Screen every start by its OFV (one batch), and search from the best. Rough modes rank
@@ -800,16 +886,20 @@ def _fit(
         "additive": (np.log(1e-4 * spread), np.log(10 * spread)),
         "proportional": (np.log(1e-3), np.log(2.0)),
     }
+    runs = [(candidates[i], _select(screen, i), float(screened[i])) for i in chosen]
+    full = _full_model_start(study, model, error, max_iterations, effects, problem)
+    if full is not None:
+        runs.append(full)
     outcomes = []
-    for index in chosen:
-        x0 = candidates[index]
+    for x0, start, start_ofv in runs:
         bounds = _search_bounds(problem, x0, residual_bounds)
         known = [o[0]["x"] for o in outcomes]
-        best, result = _minimize(problem, _select(screen, index), bounds, max_iterations, known)
-        outcomes.append((best, result, bounds, float(screened[index])))
+        best, result = _minimize(problem, start, bounds, max_iterations, known)
+        outcomes.append((best, result, bounds, start_ofv))
     best, result, bounds, _ = min(outcomes, key=lambda o: o[0]["ofv"])
     starts = pd.DataFrame(
-        np.exp(candidates[chosen, :p]), columns=[f"start {name}" for name in model.parameters]
+        np.exp([run[0][:p] for run in runs]),
+        columns=[f"start {name}" for name in model.parameters],
     )
     starts["start_ofv"] = [o[3] for o in outcomes]
     starts["ofv"] = [o[0]["ofv"] for o in outcomes]
@@ -817,6 +907,52 @@ def _fit(
     starts["joined_earlier_run"] = [o[0]["joined"] for o in outcomes]
     mirror = _flip_flop_mirror(problem, study, best, residual_bounds, max_iterations)
     return _finish(problem, study, best, result, np.array(bounds), starts, mirror)
+
+
+def _full_model_start(
+    study: StudyEvents,
+    model: PkModel,
+    error: str,
+    max_iterations: int,
+    effects: tuple,
+    problem: _Problem,
+) -> tuple[np.ndarray, _Evaluation, float] | None:
+    """For a fit with parameters left without an eta, a start at the full model's optimum
+    (an eta on every parameter) with those SDs held near 0, as NONMEM users start a reduced
+    model from the full one's estimates; None when every parameter has an eta.
+
+    The pooled starts can all lead the reduced search to one local optimum (nimoData
+    without an eta on Q: OFV 128.8 from every pooled start, 116.6 from the full model's
+    estimates); the run from here is one more row of the fit's ``starts``.
+    """
+    if problem.random.all():
+        return None
+    with warnings.catch_warnings():  # only its estimates are used, not its diagnostics
+        warnings.simplefilter("ignore", FitWarning)
+        full = _fit(
+            study, model, error, max_iterations, effects, tuple(model.parameters), problem.pair
+        )
+    x0 = _outer_point(full)
+    p = problem.p
+    x0[p : 2 * p] = np.where(problem.random, x0[p : 2 * p], _NO_ETA_LOG_SD)
+    start = _modes(problem, x0[None], np.where(problem.random, full.eta.to_numpy(), 0.0)[None])
+    return x0, start, float(_ofv_and_gradient(problem, start)[0].sum())
+
+
+def _outer_point(fit: PopulationFit) -> np.ndarray:
+    """A fit's estimates as the outer point of its problem (log scale; exponents as they
+    stand), a parameter without an eta at the held SD."""
+    names = list(fit.model.parameters)
+    factor = np.array([e.categorical for e in fit.effect_terms], dtype=bool)
+    effects = fit.effects.to_numpy(dtype=float)
+    log_sd = 0.5 * np.log(fit.omega.reindex(names).to_numpy(dtype=float))
+    return np.r_[
+        np.log(fit.typical[names].to_numpy(dtype=float)),
+        np.where(np.isin(names, fit.random), log_sd, _NO_ETA_LOG_SD),
+        np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
+        np.where(factor, np.log(np.where(factor, effects, 1.0)), effects),
+        np.arctanh(fit.correlation.to_numpy(dtype=float)),
+    ]
 
 
 def _search_bounds(problem: _Problem, x0: np.ndarray, residual_bounds: dict) -> list:
@@ -827,7 +963,8 @@ def _search_bounds(problem: _Problem, x0: np.ndarray, residual_bounds: dict) -> 
     held = (_NO_ETA_LOG_SD, _NO_ETA_LOG_SD)
     bounds += [tuple(np.log(_OMEGA_SD_BOUNDS)) if r else held for r in problem.random]
     bounds += [residual_bounds[name] for name in ERROR_MODELS[problem.error]]
-    return bounds + [_EFFECT_BOUNDS[effect.categorical] for effect in problem.effects]
+    bounds += [_EFFECT_BOUNDS[effect.categorical] for effect in problem.effects]
+    return bounds + ([_CORRELATION_Z_BOUNDS] if problem.pair is not None else [])
 
 
 def _flip_flop_mirror(
@@ -968,7 +1105,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
             "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
             "the units of the observations; fit the combined error model"
         )
-    typical, omega, residual, effects = _unpacked_series(problem, x)
+    typical, omega, residual, effects, correlation = _unpacked_series(problem, x)
     parameter_names = list(problem.model.parameters)
     eta_table = pd.DataFrame(
         final.eta[0][:, problem.random],
@@ -998,6 +1135,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         study=study,
         effects=effects,
         effect_terms=problem.effects,
+        correlation=correlation,
         covariate_shift=None
         if not problem.effects
         else pd.DataFrame(
@@ -1085,17 +1223,11 @@ def importance_sampling_ofv(
     draws = check_count(draws, "draws", minimum=10)
     rng = check_rng(seed, "seed")
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, fit.model, fit.error, ERROR_MODELS[fit.error], fit.effect_terms)
-        names = list(fit.model.parameters)
-        factor = np.array([e.categorical for e in fit.effect_terms], dtype=bool)
-        effects = fit.effects.to_numpy(dtype=float)
-        log_sd = 0.5 * np.log(fit.omega.reindex(names).to_numpy(dtype=float))
-        x = np.r_[
-            np.log(fit.typical[names].to_numpy(dtype=float)),
-            np.where(np.isin(names, fit.random), log_sd, _NO_ETA_LOG_SD),
-            np.log(fit.residual[list(ERROR_MODELS[fit.error])].to_numpy(dtype=float)),
-            np.where(factor, np.log(np.where(factor, effects, 1.0)), effects),
-        ]
+        pair = _correlated_pair(fit.model, fit.random, fit.correlated)
+        problem = _Problem(
+            study, fit.model, fit.error, ERROR_MODELS[fit.error], fit.effect_terms, pair=pair
+        )
+        x = _outer_point(fit)
         p, n = problem.p, problem.n_patients
         mode = _modes(problem, x[None], np.zeros((1, n, p)))
         hessian = mode.terms["hessian"][0]
@@ -1117,6 +1249,8 @@ def importance_sampling_ofv(
             - (freedom + p) / 2 * np.log1p((z**2).sum(axis=-1) / freedom)
         )
         mu, log_sd, residual = problem.unpack(x[None])
+        rho = problem.correlation(x[None])
+        log_det_omega = 2 * log_sd.sum() + (0.0 if rho is None else np.log1p(-rho[0] ** 2))
         log_p = np.empty((draws, n))
         chunk = max(1, 200_000 // problem.n_obs)
         for start in range(0, draws, chunk):
@@ -1129,8 +1263,9 @@ def importance_sampling_ofv(
                 np.repeat(residual, size, axis=0),
                 eta[part],
                 0,
+                None if rho is None else np.repeat(rho, size),
             )["objective"]
-            log_p[part] = -0.5 * (objective + 2 * log_sd.sum() + p * np.log(2 * np.pi))
+            log_p[part] = -0.5 * (objective + log_det_omega + p * np.log(2 * np.pi))
         log_w = log_p - log_q
         top = log_w.max(axis=0)
         w = np.exp(log_w - top)
@@ -1148,6 +1283,8 @@ def empirical_bayes_estimates(
     *,
     model: PkModel | None = None,
     error: str | None = None,
+    effect_terms: tuple[CovariateEffect, ...] = (),
+    effects: pd.DataFrame | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Every patient's empirical Bayes random effects under given population estimates.
 
@@ -1173,6 +1310,14 @@ def empirical_bayes_estimates(
     error : str, optional
         The residual error model; default ``"combined"`` (``"additive"`` for log
         concentrations).
+    effect_terms : tuple of CovariateEffect, default ()
+        The covariate effects of the estimates (a fit's ``effect_terms``), read at the
+        study's covariates: each patient's mode is then its deviation from its own typical
+        values, as the fit's ``eta`` is. Without them a model with effects gives modes that
+        carry the effects (a trend on the covariate).
+    effects : pandas.DataFrame, optional
+        One row per set, one column per label of ``effect_terms``: the exponent, or the
+        level's factor, as a fit's ``effects`` holds them. Required with ``effect_terms``.
 
     Returns
     -------
@@ -1211,9 +1356,40 @@ def empirical_bayes_estimates(
             + ", ".join(str(array.shape[0]) for array in values.values())
         )
     x = np.hstack(
-        [np.log(values["typical"]), 0.5 * np.log(values["omega"]), np.log(values["residual"])]
+        [
+            np.log(values["typical"]),
+            0.5 * np.log(values["omega"]),
+            np.log(values["residual"]),
+            _effect_coordinates(effect_terms, effects, x_rows=values["typical"].shape[0]),
+        ]
     )
     with _thread_pools().limit(limits=1, user_api="blas"):
-        problem = _Problem(study, model, error, ERROR_MODELS[error])
+        problem = _Problem(study, model, error, ERROR_MODELS[error], effect_terms)
         evaluation = _modes(problem, x, np.zeros((x.shape[0], study.n_patients, problem.p)))
     return evaluation.eta, evaluation.converged
+
+
+def _effect_coordinates(
+    terms: tuple[CovariateEffect, ...], effects: pd.DataFrame | None, *, x_rows: int
+) -> np.ndarray:
+    """Covariate effects as the outer point holds them ``(sets, effects)``: exponents as they
+    stand, a level's factor as its log; checked against the terms."""
+    if not isinstance(terms, tuple) or not all(isinstance(t, CovariateEffect) for t in terms):
+        raise TypeError("effect_terms must be a tuple of CovariateEffect (a fit's effect_terms)")
+    if not terms:
+        if effects is not None and len(effects.columns):
+            raise ValueError("effects given without effect_terms saying what they are")
+        return np.zeros((x_rows, 0))
+    if not isinstance(effects, pd.DataFrame):
+        raise TypeError(f"effects must be a pandas DataFrame, got {type(effects).__name__}")
+    labels = [t.label for t in terms]
+    missing = [label for label in labels if label not in effects.columns]
+    if missing:
+        raise ValueError(f"effects lacks columns {missing}")
+    if len(effects) != x_rows:
+        raise ValueError(f"effects needs {x_rows} rows (one per set), got {len(effects)}")
+    values = effects[labels].to_numpy(dtype=float)
+    factor = np.array([t.categorical for t in terms])
+    if not np.all(np.isfinite(values)) or np.any(values[:, factor] <= 0):
+        raise ValueError("effects must be finite, and a level's factor positive")
+    return np.where(factor, np.log(np.where(factor, values, 1.0)), values)

@@ -87,6 +87,7 @@ class PmxRoles:
     varying: tuple[str, ...] = ()
     effects: tuple[str, ...] = ()
     random: tuple[str, ...] | None = None
+    correlated: tuple[str, str] | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -134,6 +135,7 @@ def pmx_roles(
     varying: tuple[str, ...] | list[str] = (),
     effects: tuple[str, ...] | list[str] = (),
     random: tuple[str, ...] | list[str] | None = None,
+    correlated: tuple[str, str] | list[str] | None = None,
 ) -> PmxRoles:
     """Name the roles of an event table's columns.
 
@@ -223,6 +225,10 @@ def pmx_roles(
         The PK parameters with between-subject variability, e.g. ``("cl", "v")``: the
         default of :func:`synpmx_lite.pmx.population.fit_population`'s ``random``. None (the
         default) puts a random effect on every parameter of ``model``.
+    correlated : pair of str, optional
+        Two parameters with a random effect whose etas are correlated, e.g. ``("cl", "v")``:
+        the default of :func:`synpmx_lite.pmx.population.fit_population`'s ``correlated``.
+        None (the default): a diagonal Omega.
 
     Returns
     -------
@@ -269,6 +275,7 @@ def pmx_roles(
     effects = _effect_formulas(effects, covariates)
     model = model if model is not None else PkModel()
     random = _random_names(random, model)
+    correlated = _correlated_names(correlated, model, random)
     return PmxRoles(
         **required,
         **optional,
@@ -284,7 +291,34 @@ def pmx_roles(
         varying=varying,
         effects=effects,
         random=random,
+        correlated=correlated,
     )
+
+
+def _correlated_names(
+    correlated: object, model: PkModel, random: tuple[str, ...] | None
+) -> tuple[str, str] | None:
+    """Two parameters of ``model`` with a random effect (``random``; None: every one), in
+    the model's order, checked; None for none."""
+    if correlated is None:
+        return None
+    if isinstance(correlated, str) or not isinstance(correlated, tuple | list):
+        raise TypeError(f"correlated must be a pair of parameter names, got {correlated!r}")
+    names = list(correlated)
+    if len(names) != 2:
+        raise ValueError(f"correlated must name exactly two parameters, got {names!r}")
+    unknown = [n for n in names if n not in model.parameters]
+    if unknown:
+        raise ValueError(
+            f"correlated names {unknown}, not parameters of {model} ({list(model.parameters)})"
+        )
+    if names[0] == names[1]:
+        raise ValueError(f"correlated names {names[0]!r} twice: it needs two parameters")
+    without = [n for n in names if random is not None and n not in random]
+    if without:
+        raise ValueError(f"correlated names {without}, which have no random effect (random)")
+    first, second = sorted(names, key=model.parameters.index)
+    return first, second
 
 
 def _random_names(random: object, model: PkModel) -> tuple[str, ...] | None:

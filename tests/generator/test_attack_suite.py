@@ -296,6 +296,13 @@ def test_p5_fails_on_estimates_that_are_not_the_fit_read_for_influence(fit):
     fails(fit, release, "P5", f"the check finds '{found}'")
 
 
+def test_p5_fails_on_a_correlation_the_fit_did_not_estimate(fit):
+    """A correlation slipped into a release of a diagonal fit is a figure nobody read: P5
+    fails it (the edits of a correlated release: tests/generator/test_correlated_release.py)."""
+    release = released(fit) | {"correlation": {"cl,v": 0.5}}
+    fails(fit, release, "P5", "released correlation cl,v has no correlated pair behind it")
+
+
 def test_p5_fails_when_a_patient_moves_an_estimate_far():
     cases = constructed_warfarin_cases()
     kept = synpmx_model_estimate(cases.misdosed, cases.roles, drop_influential=False)

@@ -1,6 +1,7 @@
 """Covariate effects: parsing, exact gradients, recovery on simulated data, the summary."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from synpmx_lite.pmx import _foce, population
@@ -132,3 +133,56 @@ def _roles_columns(roles):
         dvid=roles.dvid, covariates=roles.covariates, weight=roles.weight,
         pk_endpoint=roles.pk_endpoint, model=roles.model,
     )  # fmt: skip
+
+
+def _slope(y, x):
+    """Least-squares slope of y on x."""
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x**2).sum())
+
+
+def test_empirical_bayes_estimates_read_the_effects_and_leave_no_trend_on_weight(weight_fit):
+    """Under the fit's estimates with its effects, the modes are the fit's own etas: mean
+    about 0 and no trend on weight, while individual CL follows weight (exponent 0.75).
+    Without the effects the modes carry the weight effect themselves."""
+    study, fit = weight_fit
+    tables = {
+        name: pd.DataFrame([values]) for name, values in
+        (("typical", fit.typical), ("omega", fit.omega), ("residual", fit.residual))
+    }  # fmt: skip
+    eta, found = population.empirical_bayes_estimates(
+        study, **tables, error=fit.error,
+        effect_terms=fit.effect_terms, effects=pd.DataFrame([fit.effects]),
+    )  # fmt: skip
+    assert found.all()
+    np.testing.assert_allclose(eta[0], fit.eta.to_numpy(), atol=1e-6)
+    log_weight = np.log(study.covariates["WT"].to_numpy(float) / 70)
+    cl = list(fit.model.parameters).index("cl")
+    se = fit.omega_sd["cl"] / np.sqrt(study.n_patients)
+    assert abs(eta[0, :, cl].mean()) < 3 * se
+    assert abs(_slope(eta[0, :, cl], log_weight)) < 0.1
+    # Individual CL follows weight (and sex): log CL on both recovers the exponent.
+    sex = (study.covariates["SEX"] == fit.effect_terms[2].level).to_numpy(float)
+    design = np.column_stack([np.ones_like(sex), log_weight, sex])
+    coefficients = np.linalg.lstsq(design, np.log(fit.individual["cl"].to_numpy()), rcond=None)
+    assert abs(coefficients[0][1] - 0.75) < 0.15
+    plain, _ = population.empirical_bayes_estimates(study, **tables, error=fit.error)
+    assert _slope(plain[0, :, cl], log_weight) > 0.4  # the effect left in the modes
+
+
+def test_residuals_and_vpc_predict_each_patient_at_their_own_covariates(weight_fit):
+    """PRED is the typical prediction at each patient's weight and sex: the conditional
+    weighted residuals have mean about 0 and no trend on weight."""
+    from synpmx_lite.pmx.diagnostics import _problem, _simulated_studies, fit_residuals
+
+    study, fit = weight_fit
+    table = fit_residuals(fit, study)
+    log_weight = np.log(study.covariates["WT"].to_numpy(float) / 70)
+    per_patient = table.groupby("id", sort=False)["cwres"].mean().to_numpy()
+    assert abs(table["cwres"].mean()) < 0.1
+    assert abs(_slope(per_patient, log_weight)) < 0.3
+    _, pred = _simulated_studies(fit, _problem(fit, study), 2, np.random.default_rng(1))
+    np.testing.assert_allclose(pred, table["pred"].to_numpy(), rtol=1e-10)
+    typical = fit.individual / np.exp(fit.eta.reindex(columns=fit.individual.columns).to_numpy())
+    first = table.groupby("id", sort=False).head(1).index[1]  # patient 2's first sample
+    assert table.loc[first, "id"] == study.ids[1] and typical.iloc[1]["cl"] != fit.typical["cl"]
