@@ -63,6 +63,7 @@ __all__ = [
     "BLOCKS",
     "DEGENERATE_MADS",
     "FAULT_KINDS",
+    "PATIENT_RESAMPLES",
     "RESAMPLES",
     "RESIDUAL_FAULTS",
     "Audit",
@@ -106,6 +107,8 @@ FAULT_KINDS = {
 RESIDUAL_FAULTS = ("residual SD at a bound", "residual SD not determined")
 #: Bootstrap resamples of the shadow releases behind every SE and resampled interval.
 RESAMPLES = 100
+#: Patient resamples behind the exposed group's intervals (:func:`exposed_rates`).
+PATIENT_RESAMPLES = 1000
 _SHRINK = 0.1  # share of the pooled covariance moved to its diagonal
 _CONFIDENCE = 0.95
 
@@ -417,21 +420,15 @@ def resampled_epsilon(resampled: np.ndarray, *, confidence: float = _CONFIDENCE)
     return _epsilon_from_bounds(float(tpr_low), float(fpr_high))
 
 
-def release_epsilon_bound(
-    arrays: dict, *, pk_width: int, level: str = "1 figure", seed: int = AUDIT_SEED
-) -> pd.Series:
+def release_epsilon_bound(audit: Audit) -> pd.Series:
     """The largest epsilon lower bound any of the audit's attacks puts on one study's release.
 
     Parameters
     ----------
-    arrays : dict
-        The study's shadow releases, as for :func:`audit_shadows`.
-    pk_width : int
-        As for :func:`trusted_replicates`.
-    level : str, default "1 figure"
-        The release's rounding (keyword-only): the ordinary release leaves at one figure.
-    seed : int, default AUDIT_SEED
-        The threshold split's seed (keyword-only), the membership chapter's by default.
+    audit : Audit
+        The study's audit at the release's rounding, the membership chapter's (one figure,
+        :data:`AUDIT_SEED`, as :func:`~synpmx_lite.attacks.audit_results.audit_results`
+        stores it) to quote its bound.
 
     Returns
     -------
@@ -439,9 +436,8 @@ def release_epsilon_bound(
         ``epsilon`` (the resampled bound of :func:`resampled_epsilon`), ``attack`` (the attack
         that gives it) and ``confidence``, each attack's level: 95 % Bonferroni-corrected for
         taking the largest of :data:`AUDIT_ATTACKS` (the tails at a third of 5 %, read from
-        :data:`RESAMPLES` resamples, so near their extremes).
+        the audit's resamples, so near their extremes).
     """
-    audit = audit_shadows(arrays, level, pk_width=pk_width, seed=seed)
     confidence = 1 - (1 - _CONFIDENCE) / len(AUDIT_ATTACKS)
     bounds = {
         name: resampled_epsilon(values, confidence=confidence)
@@ -646,7 +642,13 @@ def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, floa
 
 
 def exposed_rates(
-    audit: Audit, influence: np.ndarray, attack: str, *, share: float = 0.1
+    audit: Audit,
+    influence: np.ndarray,
+    attack: str,
+    *,
+    share: float = 0.1,
+    seed: int = AUDIT_SEED,
+    resamples: int = PATIENT_RESAMPLES,
 ) -> pd.DataFrame:
     """True- and false-positive rates on the most influential patients beside everyone's.
 
@@ -655,9 +657,14 @@ def exposed_rates(
     patients with the largest P5 influence (at least one patient), and on everyone. A patient
     who scores high in or out of a cohort raises both of their group's rates, so the group's
     own false-positive rate and its AUC (its members against its non-members) are what say
-    whether the attack finds them more than others. The intervals treat every score as an
-    independent trial, although the exposed group's many scores come from few patients: they
-    are too narrow for it.
+    whether the attack finds them more than others.
+
+    A group's many scores come from few patients, and a patient's scores rise and fall
+    together, so the Clopper-Pearson interval, which treats every score as an independent
+    trial, is too narrow. The ``patients_`` intervals resample the group's patients with
+    replacement (a cluster bootstrap over patients), each drawn patient bringing all their
+    scores, at the thresholds and shadow releases fixed: they carry the patients' variation,
+    not the releases'.
 
     Parameters
     ----------
@@ -669,34 +676,95 @@ def exposed_rates(
         One of :data:`AUDIT_ATTACKS`.
     share : float, default 0.1
         The exposed share of patients (keyword-only).
+    seed : int, default AUDIT_SEED
+        Seed of the patient resamples (keyword-only).
+    resamples : int, default PATIENT_RESAMPLES
+        Patient resamples per group (keyword-only, at least 2).
 
     Returns
     -------
     pandas.DataFrame
         A row per rate and group (``"most influential"``, ``"everyone"``): ``tpr``, ``low``,
         ``high`` (Clopper-Pearson), ``members`` scored, ``fpr`` (the group's non-members
-        flagged), ``non_members`` scored and ``auc`` (the group's members against its
-        non-members, ties half).
+        flagged), ``non_members`` scored, ``patients`` in the group, ``auc`` (the group's
+        members against its non-members, ties half), and the 95 % patient-resampled bounds
+        ``tpr_patients_low``, ``tpr_patients_high``, ``fpr_patients_low``,
+        ``fpr_patients_high``, ``auc_patients_low`` and ``auc_patients_high``.
     """
     scores, member = audit.scores[attack], audit.member
+    influence = np.asarray(influence, dtype=float)
+    if influence.shape != (member.shape[1],):
+        raise ValueError(f"influence: {influence.shape} values for {member.shape[1]} patients")
+    rng = np.random.default_rng(check_count(seed, "seed", minimum=0))
+    resamples = check_count(resamples, "resamples", minimum=2)
     count = max(int(np.ceil(share * member.shape[1])), 1)
     exposed = np.zeros(member.shape[1], dtype=bool)
     exposed[np.argsort(-influence, kind="stable")[:count]] = True
-    others = scores[~member]
+    thresholds = [_threshold(scores[~member], rate) for rate in AUDIT_RATES]
     groups = {"most influential": exposed, "everyone": np.ones_like(exposed)}
+    tables = [
+        _group_rates(scores[:, within], member[:, within], thresholds, rng, resamples).assign(
+            group=group
+        )
+        for group, within in groups.items()
+    ]
+    table = pd.concat(tables).sort_values("rate", ascending=False, kind="stable")
+    return table[["rate", "group", *table.columns.drop(["rate", "group"])]].reset_index(drop=True)
+
+
+def _group_rates(
+    scores: np.ndarray,
+    member: np.ndarray,
+    thresholds: list[float],
+    rng: np.random.Generator,
+    resamples: int,
+) -> pd.DataFrame:
+    """One group's rates at each threshold, with exact and patient-resampled intervals."""
+    patients = member.shape[1]
+    # Each resample's count of every patient: a multinomial draw of the group's size.
+    weights = rng.multinomial(patients, np.full(patients, 1 / patients), size=resamples)
+    ins, outs = member.sum(axis=0), (~member).sum(axis=0)
+    wins = _pair_wins(scores, member)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        aucs = np.einsum("bi,ij,bj->b", weights, wins, weights) / (
+            (weights @ ins) * (weights @ outs)
+        )
     rows = []
-    for rate in AUDIT_RATES:
-        threshold = _threshold(others, rate)
-        for group, within in groups.items():
-            inside, outside = scores[member & within], scores[~member & within]
-            tp = int((inside > threshold).sum())
-            low, high = _clopper_pearson(tp, inside.size)
-            rows.append({"rate": rate, "group": group, "tpr": tp / inside.size, "low": low,
-                         "high": high, "members": inside.size,
-                         "fpr": float((outside > threshold).mean()),
-                         "non_members": outside.size,
-                         "auc": _auc_and_rates(inside, outside)[0]})  # fmt: skip
+    for rate, threshold in zip(AUDIT_RATES, thresholds, strict=True):
+        above = scores > threshold
+        hits, false = (member & above).sum(axis=0), (~member & above).sum(axis=0)
+        low, high = _clopper_pearson(int(hits.sum()), int(ins.sum()))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tprs, fprs = weights @ hits / (weights @ ins), weights @ false / (weights @ outs)
+        rows.append(
+            {"rate": rate, "tpr": hits.sum() / ins.sum(), "low": low, "high": high,
+             "members": int(ins.sum()), "fpr": false.sum() / outs.sum(),
+             "non_members": int(outs.sum()), "patients": patients,
+             "auc": wins.sum() / (ins.sum() * outs.sum())}
+            | _percentile_bounds("tpr", tprs) | _percentile_bounds("fpr", fprs)
+            | _percentile_bounds("auc", aucs)
+        )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _pair_wins(scores: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """``(c, c)``: of patient i's member scores against patient j's non-member scores, the
+    pairs where the member scores higher, ties half."""
+    patients = member.shape[1]
+    owner, inside = np.nonzero(member)[1], scores[member]
+    wins = np.empty((patients, patients))
+    for j in range(patients):
+        ordered = np.sort(scores[~member[:, j], j])
+        below = np.searchsorted(ordered, inside, "left") + np.searchsorted(ordered, inside, "right")
+        wins[:, j] = np.bincount(owner, weights=below / 2, minlength=patients)
+    return wins
+
+
+def _percentile_bounds(name: str, values: np.ndarray) -> dict[str, float]:
+    """The middle 95 % of ``values`` over resamples (those defined), as ``name_patients_*``."""
+    tail = 100 * (1 - _CONFIDENCE) / 2
+    low, high = np.nanpercentile(values, [tail, 100 - tail])
+    return {f"{name}_patients_low": float(low), f"{name}_patients_high": float(high)}
 
 
 def rerun_spread(arrays: dict, level: str, *, pk_width: int, groups: int = 5) -> pd.DataFrame:

@@ -385,13 +385,17 @@ def calibrated_threshold(null_statistics: object, *, delta: float = 0.05) -> flo
 
 def _laplace_measurement(scale: float, size: int) -> dp.Measurement:
     """OpenDP's Laplace mechanism on ``size`` floats, at ``scale``."""
-    space = (
-        dp.vector_domain(
-            dp.atom_domain(T=float, nan=False), size=size
-        ),
+    return dp.m.make_laplace(*_float_vectors(size), scale, k=_GRANULARITY)
+
+
+@cache
+def _float_vectors(size: int) -> tuple[dp.Domain, dp.Metric]:
+    """The space of ``size`` floats under the L1 distance, built once per size: the scale
+    search builds a measurement on it at every step."""
+    return (
+        dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size),
         dp.l1_distance(T=float),
     )
-    return space >> dp.m.then_laplace(scale, k=_GRANULARITY)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from synpmx_lite.attacks.audit import (
+    Audit,
     audit_shadows,
     epsilon_lower_bound,
     exposed_rates,
@@ -62,9 +63,8 @@ def simulated_audit():
 
 
 def test_the_release_bound_is_the_largest_resampled_bound_corrected_for_three_attacks():
-    arrays = simulated_shadows(2)
-    bound = release_epsilon_bound(arrays, pk_width=PK_WIDTH, level="unrounded", seed=3)
-    audit = audit_shadows(arrays, "unrounded", pk_width=PK_WIDTH, seed=3)
+    audit = audit_shadows(simulated_shadows(2), "unrounded", pk_width=PK_WIDTH, seed=3)
+    bound = release_epsilon_bound(audit)
     corrected = {
         name: resampled_epsilon(values, confidence=1 - 0.05 / 3)
         for name, values in audit.resampled.items()
@@ -220,6 +220,51 @@ def test_exposed_rates_count_the_groups_own_false_positives():
     pairs = scores[member][:, None] - scores[~member][None, :]
     assert exposed["auc"] == pytest.approx((pairs > 0).mean() + (pairs == 0).mean() / 2)
     assert exposed["non_members"] == (~member).sum()
+
+
+def test_exposed_intervals_resample_patients_not_scores():
+    # A patient's scores rise and fall together: the offsets make some patients score high in
+    # and out of every cohort, so resampling patients widens what Clopper-Pearson, counting
+    # every score as a trial, calls exact.
+    arrays = simulated_shadows(9)
+    audit = audit_shadows(arrays, "unrounded", pk_width=PK_WIDTH, resamples=2)
+    influence = np.arange(arrays["member"].shape[1], dtype=float)
+    table = exposed_rates(audit, influence, "linear", share=0.25, seed=1, resamples=400)
+    for _, cell in table.iterrows():
+        for rate in ("tpr", "fpr", "auc"):
+            assert cell[f"{rate}_patients_low"] <= cell[rate] <= cell[f"{rate}_patients_high"]
+    everyone = table[table["group"] == "everyone"].iloc[0]
+    assert everyone["patients"] == influence.size
+    width = everyone["tpr_patients_high"] - everyone["tpr_patients_low"]
+    assert width > 3 * (everyone["high"] - everyone["low"])
+    # Reproducible by its seed, and another seed draws other patients.
+    again = exposed_rates(audit, influence, "linear", share=0.25, seed=1, resamples=400)
+    pd.testing.assert_frame_equal(table, again)
+    other = exposed_rates(audit, influence, "linear", share=0.25, seed=2, resamples=400)
+    assert not np.allclose(table["tpr_patients_low"], other["tpr_patients_low"])
+
+
+def test_exposed_intervals_collapse_where_every_patient_is_alike():
+    # Every patient in every cohort-half alike: a resample of patients changes no rate.
+    # Half the patients are in the even releases and the others in the odd ones; a pair of
+    # releases shares its scores, so every patient's member and non-member scores are alike.
+    member = np.tile([True, False], (40, 3))
+    member[1::2] = ~member[1::2]
+    scores = np.where(member, 1.0, 0.0) + np.repeat(np.linspace(0, 3, 20), 2)[:, None]
+    audit = Audit(
+        "unrounded", 40, {"flagged": 0, "degenerate": 0}, pd.DataFrame(),
+        {"linear": scores}, member, {}, np.zeros((2, 40), dtype=int),
+    )  # fmt: skip
+    table = exposed_rates(audit, np.arange(6.0), "linear", share=0.5, resamples=50)
+    for rate in ("tpr", "fpr", "auc"):
+        np.testing.assert_allclose(table[f"{rate}_patients_low"], table[rate])
+        np.testing.assert_allclose(table[f"{rate}_patients_high"], table[rate])
+
+
+def test_exposed_rates_refuse_influence_of_another_study():
+    audit = audit_shadows(simulated_shadows(9), "unrounded", pk_width=PK_WIDTH, resamples=2)
+    with pytest.raises(ValueError, match="influence"):
+        exposed_rates(audit, np.ones(3), "linear")
 
 
 def test_fits_flagged_for_the_residual_error_alone_are_told_apart():
