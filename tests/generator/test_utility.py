@@ -25,6 +25,7 @@ from synpmx_lite.generator.utility import (
     design_rates,
     fingerprint_at,
     model_estimates,
+    pd_bands,
     refit_estimates,
     refit_summary,
     rounding_against_rse,
@@ -181,3 +182,20 @@ def test_frontier_standard_error_is_over_draws():
     assert mean == pytest.approx(0.5)
     assert se == pytest.approx(0.0)  # the draws' means agree, whatever their studies do
     assert _mean_and_se(shares, 4)[1] == pytest.approx(shares.std(ddof=1) / 2)
+
+
+def test_pd_bands_of_the_source_against_itself(warfarin):
+    """With the source as its only replicate, every band is the observed percentile itself."""
+    bands = pd_bands(warfarin, [warfarin.study], endpoint="pca", bins=4)
+    assert set(bands["arm"]) == {"arm 1"}
+    assert len(bands) == 4 * 3
+    for column in ("low", "median", "high"):
+        np.testing.assert_allclose(bands[column], bands["observed"])
+    rows = warfarin.study.observations
+    pca = rows.loc[rows["endpoint"].astype(str) == "pca", "dv"]
+    median = bands.loc[bands["percentile"] == 50, "observed"]
+    assert median.between(pca.min(), pca.max()).all()
+    with pytest.raises(ValueError, match="endpoint 'cp' has no PD model"):
+        pd_bands(warfarin, [warfarin.study], endpoint="cp")
+    with pytest.raises(ValueError, match="at least one synthetic study"):
+        pd_bands(warfarin, [], endpoint="pca")
