@@ -136,18 +136,22 @@ def _private_arrays(study: str, fit: ModelFit, settings: dict) -> dict[str, np.n
 
 def _work(settings: dict, *, workers: int = WORKERS):
     """The computation for :func:`~synpmx_lite.stored.load_or_compute`: the studies in
-    ``workers`` processes (1: in this one), the arrays gathered in the settings' order."""
+    ``workers`` processes (1: in this one), the largest first so that the two processes end
+    together, the arrays gathered in the settings' order."""
 
     def work(report) -> dict[str, np.ndarray]:
         studies = settings["studies"]
+        largest_first = sorted(studies, key=lambda study: -len(load_dataset(study)[0]))
         pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext()
         with pool:
-            mapped = (pool.map if workers > 1 else map)(_study_arrays, studies, repeat(settings))
-            parts = []
-            for done, part in enumerate(mapped, start=1):
-                parts.append(part)
-                report(done, len(studies))
-        return {key: value for part in parts for key, value in part.items()}
+            mapped = (pool.map if workers > 1 else map)(
+                _study_arrays, largest_first, repeat(settings)
+            )
+            parts = {}
+            for study, part in zip(largest_first, mapped, strict=True):
+                parts[study] = part
+                report(len(parts), len(studies))
+        return {key: value for study in studies for key, value in parts[study].items()}
 
     return work
 
