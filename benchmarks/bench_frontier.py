@@ -7,12 +7,15 @@ Run from the repository's root::
 ``python -m synpmx_lite.generator.frontier`` computes every study's precision refits and, per
 epsilon, ``dp_draws`` private releases with ``dp_replicates`` refits each, in
 :data:`~synpmx_lite.generator.frontier.WORKERS` processes. Its cost is linear in the draws:
-this script runs the default settings with a few small numbers of draws (default 1 and 3),
-fits the line through their wall-clock times and prints it at the default number of draws.
-The load average is printed beside it, since the machine is shared.
+this script runs the default settings with a few small numbers of draws (default 0 and 1),
+fits the line through their times and prints it at the default number of draws: the
+wall-clock time, and the CPU time of this process and its workers over the number of workers,
+which is what the wall-clock time would be on an idle machine with perfect balance (the
+machine is shared; the load average is printed beside each run).
 """
 
 import os
+import resource
 import sys
 import time
 
@@ -21,27 +24,40 @@ import numpy as np
 from synpmx_lite.generator.frontier import DEFAULT_SETTINGS, WORKERS, _work
 
 
-def timed(draws: int) -> float:
-    """Seconds to compute the default settings with ``draws`` private releases per epsilon."""
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished workers."""
+    own, workers = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
+
+
+def timed(draws: int) -> tuple[float, float]:
+    """Wall-clock seconds, and CPU seconds over the workers, of the default settings with
+    ``draws`` private releases per epsilon."""
     settings = {**DEFAULT_SETTINGS, "dp_draws": draws}
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     _work(settings, workers=WORKERS)(lambda done, total: None)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, (_cpu() - cpu) / WORKERS
 
 
 def main(draws: list[int]) -> None:
-    seconds = []
+    times = []
     for d in draws:
-        seconds.append(timed(d))
-        print(f"dp_draws={d}: {seconds[-1]:.0f} s (load {os.getloadavg()[0]:.1f})", flush=True)
-    slope, intercept = np.polyfit(draws, seconds, 1)
+        times.append(timed(d))
+        wall, cpu = times[-1]
+        print(
+            f"dp_draws={d}: {wall:.0f} s wall, {cpu:.0f} s CPU per worker "
+            f"(load {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
     full = DEFAULT_SETTINGS["dp_draws"]
-    print(
-        f"per draw {slope:.1f} s, fixed {intercept:.0f} s: dp_draws={full} "
-        f"(dp_replicates={DEFAULT_SETTINGS['dp_replicates']}, {WORKERS} workers) "
-        f"~{intercept + slope * full:.0f} s"
-    )
+    for label, seconds in zip(("wall", "CPU per worker"), zip(*times, strict=True), strict=True):
+        slope, intercept = np.polyfit(draws, seconds, 1)
+        print(
+            f"{label}: {slope:.1f} s per draw, {intercept:.0f} s fixed; dp_draws={full} "
+            f"(dp_replicates={DEFAULT_SETTINGS['dp_replicates']}, {WORKERS} workers) "
+            f"~{intercept + slope * full:.0f} s"
+        )
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [1, 3])
+    main([int(a) for a in sys.argv[1:]] or [0, 1])
