@@ -126,6 +126,9 @@ RELEASED_FIGURES = {
     "time": 2,
     "amount": 2,
 }
+#: The most figures a dose or visit time may carry: two, or more where two would merge or swap
+#: it with a neighbouring time of its period (the single-value rule then judges it at its own).
+MOST_TIME_FIGURES = 5
 _PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
 _VOCABULARY_KEYS = {
     "model": ("compartments", "route", "lag"),
@@ -631,7 +634,8 @@ def _p3_doses(released: dict, source: _Source) -> list[str]:
                     )
             for key in ("time", "duration"):
                 value, limit = dose.get(key), RELEASED_FIGURES["time"]
-                problems += _excess_figures(value, limit, f"{where}: {key}")
+                most = MOST_TIME_FIGURES if key == "time" else limit
+                problems += _excess_figures(value, most, f"{where}: {key}")
                 problems += _held_by_few(
                     value, doses[key], dose_owners, f"{where}: {key}", limit, source
                 )
@@ -650,7 +654,7 @@ def _p3_endpoints(released: dict, source: _Source) -> list[str]:
         for visit in as_sequence(endpoint.get("visits")):
             if isinstance(visit, list) and len(visit) == 2:
                 where, limit = f"{name} visit time", RELEASED_FIGURES["time"]
-                problems += _excess_figures(visit[1], limit, where)
+                problems += _excess_figures(visit[1], MOST_TIME_FIGURES, where)
                 problems += _held_by_few(visit[1], times, owners, where, limit, source)
         problems += _loq_problems(name, endpoint.get("loq"), source)
     return problems
@@ -1034,6 +1038,56 @@ def _key(level: object) -> str:
     return repr(key) if kind == "number" else str(key)
 
 
+def _precision(shown: list, j: int) -> int:
+    """The figures to recompute the ``j``-th released ``[period, time]`` at: two, or the
+    figures it carries (up to :data:`MOST_TIME_FIGURES`: more is reported as excess)."""
+    value = (
+        shown[j][1]
+        if j < len(shown) and isinstance(shown[j], list) and len(shown[j]) == 2
+        else None
+    )
+    figures = figures_in(value) if is_number(value) else 0
+    return min(max(RELEASED_FIGURES["time"], figures), MOST_TIME_FIGURES)
+
+
+def _time_order(released: dict, source: _Source) -> list[str]:
+    """Released visit and dose times that merge or swap two distinct times of the source in a
+    period (a trough, a dose and a peak released at one time)."""
+    points = [
+        (period, center, visit[1])
+        for name, endpoint in as_mapping(released.get("endpoints")).items()
+        for (period, center), visit in zip(
+            _visit_centers(str(name), source),
+            as_sequence(as_mapping(endpoint).get("visits")),
+            strict=False,
+        )
+        if isinstance(visit, list) and len(visit) == 2 and is_number(visit[1])
+    ]
+    doses = source.study.doses.assign(
+        arm=source.study.arms.to_numpy()[source.study.doses["patient"]]
+    )
+    for arm, shown in zip(_arm_order(source), as_sequence(released.get("arms")), strict=False):
+        rows = doses[doses["arm"] == arm]
+        rows = rows.assign(index=rows.groupby(["patient", "period"]).cumcount())
+        for dose in as_sequence(as_mapping(shown).get("doses")):
+            dose = as_mapping(dose)
+            group = rows[
+                (rows["period"] == dose.get("period")) & (rows["index"] == dose.get("index"))
+            ]
+            if len(group) and is_number(dose.get("time")):
+                points.append((int(dose["period"]), float(group["time"].median()), dose["time"]))
+    problems = []
+    for period in sorted({p for p, _, _ in points}):
+        ordered = sorted((c, r) for p, c, r in points if p == period)
+        for (c1, r1), (c2, r2) in itertools.pairwise(ordered):
+            if c1 < c2 and r1 >= r2:
+                problems.append(
+                    f"times {c1:g} and {c2:g} of period {period} are released as {r1:g} and "
+                    f"{r2:g}: merged or swapped"
+                )
+    return problems
+
+
 def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
     """Covariate summaries, the reference weight, LOQs, visit times, planned doses and keep
     values, each recomputed from the source by the single-value rule (part of P3)."""
@@ -1042,15 +1096,19 @@ def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
         endpoint = as_mapping(endpoint)
         problems += _differs(endpoint.get("loq"), _rule_loq(str(name), source), f"{name} LOQ")
         times, owners = source.visit_times(str(name))
+        shown = as_sequence(endpoint.get("visits"))
         expected = [
-            [period, _rule_value(center, times, owners, 2, source, positive=False)]
-            for period, center in _visit_centers(str(name), source)
+            [
+                period,
+                _rule_value(center, times, owners, _precision(shown, j), source, positive=False),
+            ]
+            for j, (period, center) in enumerate(_visit_centers(str(name), source))
         ]
         if endpoint.get("visits") != expected:
             problems.append(
                 f"{name} visits {endpoint.get('visits')} are not the source's {expected}"
             )
-    return problems + _recomputed_arms(released, source)
+    return problems + _recomputed_arms(released, source) + _time_order(released, source)
 
 
 def _recomputed_covariates(released: dict, source: _Source) -> list[str]:
@@ -1176,6 +1234,7 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
         zip(_arm_order(source), as_sequence(released.get("arms")), strict=False)
     ):
         shown, expected = as_mapping(shown), []
+        shown_times = [[0, as_mapping(d).get("time")] for d in as_sequence(shown.get("doses"))]
         for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
             if group["patient"].nunique() < k:
                 continue
@@ -1190,7 +1249,12 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
                     "period": int(period),
                     "index": int(index),
                     "time": _rule_value(
-                        group["time"].median(), doses["time"], owners, 2, source, positive=False
+                        group["time"].median(),
+                        doses["time"],
+                        owners,
+                        _precision(shown_times, len(expected)),
+                        source,
+                        positive=False,
                     ),
                     "amount": amount,
                     "duration": _rule_value(

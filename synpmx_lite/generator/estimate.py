@@ -22,8 +22,11 @@ says which checks those are.
   of ten (and further down where one or two patients' lowest values equal it); the reference
   weight is the median at one significant figure, or where one or two patients' weights equal it
   the nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
-  planned doses where patients' doses differ are the arm mean at two figures, and dose times,
-  durations and visit times are medians at two figures (a visit with a nominal time: that time),
+  planned doses where patients' doses differ are the arm mean at two figures, durations are
+  medians at two figures, and dose and visit times are medians (a visit with a nominal time:
+  that time) at the fewest figures, at least two, that keep every distinct dose and visit time
+  of a period distinct and in order (two figures merge a trough, the dose and the next peak
+  past 1,000 h; a release that would need more than :data:`MAX_TIME_FIGURES` is refused),
   each moved to the nearest value on its grid that no patient, or at least ``min_arm_patients``,
   hold (:func:`synpmx_lite.generator.protections.protected_value`).
 * **Threshold** (P3, P4). At least ``min_arm_patients`` patients behind every frequency, on both
@@ -62,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,9 +120,17 @@ __all__ = [
 ]
 
 
+#: The most significant figures a released dose or visit time may carry: a study whose distinct
+#: times stay apart only at more (visits minutes apart days into the study) is refused.
+MAX_TIME_FIGURES = 5
+
 #: The reference weight of a study where no weight at one figure is shared by enough patients:
 #: the standard adult of allometric scaling (70 kg), which every study could release.
 STANDARD_WEIGHT = 70.0
+
+#: Releases a time of a period: ``(period, center, every source value, their patients)`` to
+#: the released value.
+TimeRule = Callable[[int, float, np.ndarray, np.ndarray], float]
 
 
 def _round(value: float, figures: int) -> float:
@@ -536,8 +548,9 @@ def _arms_kept(fit: ModelFit) -> list:
     return [sizes.index[i] for i in order if sizes.iloc[i] >= fit.min_arm_patients]
 
 
-def _arm_release(fit: ModelFit, arms: list) -> list:
-    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached."""
+def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
+    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached,
+    their times released by ``release_time``."""
     study, threshold = fit.study, fit.min_arm_patients
     doses = study.doses.copy()
     doses["arm"] = study.arms.to_numpy()[doses["patient"]]
@@ -570,7 +583,9 @@ def _arm_release(fit: ModelFit, arms: list) -> list:
                 {
                     "period": int(period),
                     "index": int(index),
-                    "time": protected(group["time"].median(), "time", 2),
+                    "time": release_time(
+                        int(period), group["time"].median(), doses["time"].to_numpy(), owners
+                    ),
                     "amount": amount,
                     "duration": protected(group["duration"].median(), "duration", 2),
                 }
@@ -605,8 +620,9 @@ def _dose_change(fit: ModelFit, cohort: np.ndarray) -> float:
     return share_two_sided(changed, cohort.size, fit.min_arm_patients)
 
 
-def _endpoint_release(fit: ModelFit, cohort: np.ndarray) -> dict:
-    """Per endpoint at least ``min_arm_patients`` of the cohort have: attendance, visits, LOQ."""
+def _endpoint_release(fit: ModelFit, cohort: np.ndarray, release_time: TimeRule) -> dict:
+    """Per endpoint at least ``min_arm_patients`` of the cohort have: attendance, visits (their
+    times released by ``release_time``), LOQ."""
     study, threshold = fit.study, fit.min_arm_patients
     released = {}
     for endpoint, every in study.observations.groupby("endpoint"):
@@ -634,8 +650,7 @@ def _endpoint_release(fit: ModelFit, cohort: np.ndarray) -> dict:
         for (period, visit), group in scheduled.groupby(["period", "visit"]):
             # A nominal time is the protocol's; otherwise the median of the patients' times.
             center = visit if study.roles.nominal_time else group["time"].median()
-            time = protected_value(center, times, owners, figures=2, min_patients=threshold)
-            visit_times.append([int(period), time])
+            visit_times.append([int(period), release_time(int(period), center, times, owners)])
         values = every["dv"].to_numpy()
         if study.roles.log_dv and endpoint == study.pk_endpoint:
             values = np.exp(values)
@@ -648,6 +663,60 @@ def _endpoint_release(fit: ModelFit, cohort: np.ndarray) -> dict:
             "loq": loq,
         }
     return released
+
+
+def _crowded_times(points: list[tuple[int, float, float]]) -> np.ndarray:
+    """The positions of released times that meet or pass a neighbour of another source time
+    in their period (equal source times may share a released time)."""
+    frame = pd.DataFrame(points, columns=["period", "center", "released"])
+    crowded = []
+    for _, period in frame.groupby("period"):
+        spans = period.groupby("center")["released"].agg(["min", "max"])  # sorted by center
+        clash = spans["max"].to_numpy()[:-1] >= spans["min"].to_numpy()[1:]
+        centers = spans.index[np.r_[clash, False] | np.r_[False, clash]]
+        crowded.append(period.index[period["center"].isin(centers)])
+    return np.concatenate(crowded) if crowded else np.array([], dtype=int)
+
+
+def _time_rule(figures: list[int], points: list, min_patients: int) -> TimeRule:
+    """Releases the k-th time it is called for at ``figures[k]`` figures (two where the list
+    is shorter), each protected by the single-value rule, and records it in ``points``."""
+
+    def release_time(period: int, center: float, values, owners) -> float:
+        if len(points) == len(figures):
+            figures.append(2)
+        value = protected_value(
+            center, values, owners, figures=figures[len(points)], min_patients=min_patients
+        )
+        points.append((period, float(center), value))
+        return value
+
+    return release_time
+
+
+def _timed_release(fit: ModelFit, arms: list, cohort: np.ndarray) -> tuple[list, dict]:
+    """The arms' planned doses and the endpoints, every dose and visit time at two significant
+    figures, or more where two figures would merge or swap it with a neighbouring time of its
+    period: such times gain a figure at a time until none is crowded, so that no released
+    trough, dose and peak merge, and every other time is released as at two figures."""
+    figures: list[int] = []  # per released time, in the order released
+    while True:
+        points: list[tuple[int, float, float]] = []
+        release_time = _time_rule(figures, points, fit.min_arm_patients)
+        arms_released = _arm_release(fit, arms, release_time)
+        endpoints = _endpoint_release(fit, cohort, release_time)
+        crowded = _crowded_times(points)
+        if crowded.size == 0:
+            return arms_released, endpoints
+        for position in crowded:
+            figures[position] += 1
+        if max(figures) > MAX_TIME_FIGURES:
+            worst = points[int(np.argmax(figures))]
+            raise ValueError(
+                f"time {worst[1]:g} of period {worst[0]} stays apart from its neighbours only "
+                f"at more than {MAX_TIME_FIGURES} significant figures (MAX_TIME_FIGURES): the "
+                "study cannot be released"
+            )
 
 
 def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, float | None]:
@@ -795,7 +864,9 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     Raises
     ------
     ValueError
-        No arm has ``min_arm_patients`` patients: there is no cohort to release.
+        No arm has ``min_arm_patients`` patients: there is no cohort to release; or the
+        study's distinct dose and visit times need more than :data:`MAX_TIME_FIGURES`
+        significant figures to stay apart.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
@@ -818,7 +889,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         "residual": {k: _round(v, 1) for k, v in pk.residual.items()} if pk else {},
         "correlation": {k: _round(v, 1) for k, v in pk.correlation.items()} if pk else {},
     }
-    endpoints = _endpoint_release(fit, cohort)
+    arms_released, endpoints = _timed_release(fit, arms, cohort)
     draft = Fingerprint(
         cohort_size=int(cohort.size),
         **pk_fields,
@@ -827,7 +898,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         covariates=continuous,
         categories=categories,
         reference_weight=reference,
-        arms=_arm_release(fit, arms),
+        arms=arms_released,
         dose_change_rate=_dose_change(fit, cohort),
         endpoints=endpoints,
         checks={"P4": "pass", "P5": "pass"},

@@ -10,6 +10,17 @@ afresh with a progress line (:func:`synpmx_lite.stored.load_or_compute`), never 
 The private releases are stored too, as their JSON: OpenDP's samplers cannot be seeded, so a
 recomputation draws other releases; everything downstream of a release (the synthetic studies
 and their refits) is seeded, and a test refits stored releases to check the stored refits.
+Each study is computed in its own process (:data:`WORKERS` at once, the largest first) with
+seeds fixed by study, precision, epsilon and draw, so the arrays do not depend on the
+scheduling. ``benchmarks/bench_frontier.py`` extrapolates the default settings to about 470 s
+of CPU per worker (36 s per draw), about 8 minutes on an idle machine of two cores.
+
+Twelve private releases per epsilon, each with one synthetic study: the synthetic studies of
+one release share its noise, so with ``D`` releases of ``R`` studies the mean's variance is
+``var_release / D + var_study / (D R)``; for a fixed number of refits ``D R`` it is smallest
+at ``R = 1`` whenever releases differ at all (the two components were about equal in the
+earlier store of 2 releases of 3 studies). Twelve releases let the standard error over them,
+the independent units, be estimated to about 20 %.
 
 :func:`frontier_table` turns the refits into usefulness, the share of the PK estimates a refit
 recovers within a tolerance, against epsilon; :func:`frontier_figure` draws it, with reference
@@ -21,7 +32,10 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import pandas as pd
@@ -38,6 +52,7 @@ from .utility import PRECISIONS, fingerprint_at, model_estimates, refit_estimate
 __all__ = [
     "DEFAULT_SETTINGS",
     "SOURCES",
+    "WORKERS",
     "UsefulnessResults",
     "frontier_figure",
     "frontier_table",
@@ -62,10 +77,14 @@ DEFAULT_SETTINGS: dict = {
     "estimation_seed": 1,
     "replicates": 12,
     "epsilons": [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0],
-    "dp_draws": 2,
-    "dp_replicates": 3,
+    "dp_draws": 12,
+    "dp_replicates": 1,
     "seed": 24,
 }
+
+#: Processes computing studies at once (the machine's two cores); not a setting, since the
+#: arrays are the same for any number.
+WORKERS = 2
 
 _NAME = "usefulness_refits"
 
@@ -76,7 +95,7 @@ def _fit(study: str, seed: int) -> ModelFit:
         return synpmx_model_estimate(*load_dataset(study), seed=seed)
 
 
-def _study_arrays(study: str, settings: dict, tick) -> dict[str, np.ndarray]:
+def _study_arrays(study: str, settings: dict) -> dict[str, np.ndarray]:
     """One study's source estimates, precision refits, private releases and their refits."""
     fit = _fit(study, settings["estimation_seed"])
     arrays = {
@@ -91,10 +110,17 @@ def _study_arrays(study: str, settings: dict, tick) -> dict[str, np.ndarray]:
             seed=settings["seed"] + p,
         )
         arrays[f"{study}|{label}"] = refits.to_numpy()
-        tick()
-    if fit.pk is None:
-        return arrays
-    groups = subset_estimates(fit)
+    if fit.pk is not None:
+        arrays.update(_private_arrays(study, fit, settings))
+    return arrays
+
+
+def _private_arrays(study: str, fit: ModelFit, settings: dict) -> dict[str, np.ndarray]:
+    """Every private release of one study, as JSON, and the refits on its synthetic data."""
+    finite = [e for e in settings["epsilons"] if math.isfinite(e)]
+    # The group fits do not depend on the budget; an infinite one needs none.
+    groups = subset_estimates(fit) if finite else None
+    arrays = {}
     for e, epsilon in enumerate(settings["epsilons"]):
         for draw in range(settings["dp_draws"]):
             release = private_fingerprint(fit, epsilon=epsilon, groups=groups)
@@ -107,27 +133,27 @@ def _study_arrays(study: str, settings: dict, tick) -> dict[str, np.ndarray]:
                 seed=settings["seed"] + 100 * (e + 1) + draw,
             )
             arrays[key] = refits.to_numpy()
-            tick()
     return arrays
 
 
-def _steps(settings: dict) -> int:
-    per_pk = len(PRECISIONS) + len(settings["epsilons"]) * settings["dp_draws"]
-    return per_pk * len(settings["studies"])
+def _work(settings: dict, *, workers: int = WORKERS):
+    """The computation for :func:`~synpmx_lite.stored.load_or_compute`: the studies in
+    ``workers`` processes (1: in this one), the largest first so that the two processes end
+    together, the arrays gathered in the settings' order."""
 
-
-def _work(settings: dict):
     def work(report) -> dict[str, np.ndarray]:
-        total, done, arrays = _steps(settings), [0], {}
-
-        def tick() -> None:
-            done[0] += 1
-            report(done[0], total)
-
-        for study in settings["studies"]:
-            arrays.update(_study_arrays(study, settings, tick))
-        report(total, total)
-        return arrays
+        studies = settings["studies"]
+        largest_first = sorted(studies, key=lambda study: -len(load_dataset(study)[0]))
+        pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext()
+        with pool:
+            mapped = (pool.map if workers > 1 else map)(
+                _study_arrays, largest_first, repeat(settings)
+            )
+            parts = {}
+            for study, part in zip(largest_first, mapped, strict=True):
+                parts[study] = part
+                report(len(parts), len(studies))
+        return {key: value for study in studies for key, value in parts[study].items()}
 
     return work
 
@@ -197,6 +223,13 @@ def _recovered(refits: pd.DataFrame, source: pd.Series, tolerance: float) -> np.
     return np.where(np.isfinite(ratio), close, False).mean(axis=1)
 
 
+def _mean_and_se(share: np.ndarray, clusters: int) -> tuple[float, float]:
+    """The mean of ``share`` and its standard error over ``clusters`` equal consecutive
+    clusters (the private releases: synthetic studies of one release are not independent)."""
+    means = share.reshape(clusters, -1).mean(axis=1)
+    return float(means.mean()), float(means.std(ddof=1) / math.sqrt(clusters))
+
+
 def frontier_table(results: UsefulnessResults, *, tolerance: float = 0.25) -> pd.DataFrame:
     """Usefulness of every release: the share of PK estimates recovered within ``tolerance``.
 
@@ -205,9 +238,12 @@ def frontier_table(results: UsefulnessResults, *, tolerance: float = 0.25) -> pd
     pandas.DataFrame
         One row per study and release: ``study``, ``release`` (a precision, or ``DP``),
         ``epsilon`` (inf for the non-private releases), ``usefulness`` (mean over synthetic
-        replicates and private draws) and ``se`` (its standard error over them).
+        replicates and private draws), ``se`` (its standard error: over the synthetic
+        replicates of an ordinary release, over the draws of a private one, each draw's
+        replicates averaged first) and ``releases`` (the independent units behind ``se``).
     """
     rows = []
+    draws = results.settings["dp_draws"]
     for study in results.settings["studies"]:
         if not results.has_private(study):
             continue
@@ -218,13 +254,16 @@ def frontier_table(results: UsefulnessResults, *, tolerance: float = 0.25) -> pd
         ]
         for release, epsilon, refits in releases:
             share = _recovered(refits, source, tolerance)
+            clusters = draws if release == "DP" else share.size
+            mean, se = _mean_and_se(share, clusters)
             rows.append(
                 {
                     "study": study,
                     "release": release,
                     "epsilon": epsilon,
-                    "usefulness": share.mean(),
-                    "se": share.std(ddof=1) / math.sqrt(share.size),
+                    "usefulness": mean,
+                    "se": se,
+                    "releases": clusters,
                 }
             )
     return pd.DataFrame(rows)
@@ -259,8 +298,8 @@ def frontier_figure(table: pd.DataFrame, references: pd.DataFrame) -> p9.ggplot:
         + p9.labs(
             x="epsilon of the private release",
             y="share of PK estimates recovered",
-            linetype="ordinary release",
-            shape="ordinary release",
+            linetype="ordinary release,\nepsilon unknown",
+            shape="ordinary release at the\naudit's epsilon bound",
         )
         + theme_book()
     )

@@ -13,7 +13,8 @@ the source answers. This module measures that, study by study:
   estimate lies within the synthetic estimates' spread;
 * :func:`rounding_against_rse` sets each estimate's RSE beside the width of the rounding step
   at one and two figures, and how far rounding moved it;
-* :func:`vpc_bands` gives the percentiles of a visual predictive check, :func:`design_rates`
+* :func:`vpc_bands` gives the percentiles of a visual predictive check (:func:`pd_bands`: of a
+  PD endpoint, by dose arm), :func:`design_rates`
   the dose-modification and attendance rates, :func:`covariate_summaries` the covariate
   distributions, each for the source and for synthetic replicates alike.
 """
@@ -34,9 +35,9 @@ from ..pmx.population import FitWarning, PopulationFit, fit_population
 from ..pmx.study import PmxRoles, StudyEvents, prepare_study
 from ..rounding import round_significant
 from .design import dose_changed_patients, scheduled_visits
-from .estimate import ModelFit, model_fingerprint
+from .estimate import ModelFit, _arms_kept, model_fingerprint
 from .generate import synpmx_model_generate
-from .release import Fingerprint
+from .release import Fingerprint, arm_label
 
 __all__ = [
     "PRECISIONS",
@@ -45,6 +46,7 @@ __all__ = [
     "design_rates",
     "fingerprint_at",
     "model_estimates",
+    "pd_bands",
     "refit_estimates",
     "refit_summary",
     "rounding_against_rse",
@@ -354,6 +356,37 @@ def _pk_observations(study: StudyEvents) -> pd.DataFrame:
     return rows.assign(dv=np.exp(dv) if study.roles.log_dv else dv)
 
 
+def _bands(
+    observed: pd.DataFrame, replicas: Sequence[pd.DataFrame], percentiles: tuple, bins: int
+) -> pd.DataFrame:
+    """Percentiles of ``dv`` per time bin (equal counts of ``observed``'s rows): observed, and
+    the 5th, 50th and 95th percentiles of the replicas' (the band)."""
+    quantiles = np.linspace(0, 1, check_count(bins, "bins") + 1)
+    inner = np.unique(np.quantile(observed["time"], quantiles))[1:-1]
+    which = np.digitize(observed["time"], inner)
+    present = np.unique(which)  # bins the source's observations reach
+
+    def by_bin(rows: pd.DataFrame) -> np.ndarray:
+        grouped = pd.Series(rows["dv"].to_numpy()).groupby(np.digitize(rows["time"], inner))
+        table = grouped.quantile(np.array(percentiles) / 100).unstack()
+        return table.reindex(index=present, columns=np.array(percentiles) / 100).to_numpy()
+
+    stacked = np.stack([by_bin(rows) for rows in replicas])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a bin no replica reaches: NaN
+        low, median, high = np.nanpercentile(stacked, [5, 50, 95], axis=0)
+    times = observed["time"].groupby(which).median().reindex(present)
+    frame = {
+        "time": np.repeat(times.to_numpy(), len(percentiles)),
+        "percentile": np.tile(percentiles, len(times)),
+        "observed": by_bin(observed).ravel(),
+        "low": low.ravel(),
+        "median": median.ravel(),
+        "high": high.ravel(),
+    }
+    return pd.DataFrame(frame)
+
+
 def vpc_bands(
     source: StudyEvents,
     synthetic: Sequence[StudyEvents],
@@ -376,29 +409,63 @@ def vpc_bands(
     """
     if not synthetic:
         raise ValueError("synthetic must hold at least one synthetic study")
-    observed = _pk_observations(source)
-    quantiles = np.linspace(0, 1, check_count(bins, "bins") + 1)
-    inner = np.unique(np.quantile(observed["time"], quantiles))[1:-1]
-    which = np.digitize(observed["time"], inner)
-    present = np.unique(which)  # bins the source's observations reach
+    replicas = [_pk_observations(study) for study in synthetic]
+    return _bands(_pk_observations(source), replicas, percentiles, bins)
 
-    def by_bin(rows: pd.DataFrame) -> np.ndarray:
-        grouped = pd.Series(rows["dv"].to_numpy()).groupby(np.digitize(rows["time"], inner))
-        table = grouped.quantile(np.array(percentiles) / 100).unstack()
-        return table.reindex(present).to_numpy()
 
-    replicas = np.stack([by_bin(_pk_observations(study)) for study in synthetic])
-    low, median, high = np.nanpercentile(replicas, [5, 50, 95], axis=0)
-    times = observed["time"].groupby(which).median().reindex(present)
-    frame = {
-        "time": np.repeat(times.to_numpy(), len(percentiles)),
-        "percentile": np.tile(percentiles, len(times)),
-        "observed": by_bin(observed).ravel(),
-        "low": low.ravel(),
-        "median": median.ravel(),
-        "high": high.ravel(),
+def _endpoint_rows(study: StudyEvents, endpoint: str, arms: dict) -> pd.DataFrame:
+    """A study's observations of ``endpoint`` with each patient's arm renamed by ``arms``."""
+    rows = study.observations[study.observations["endpoint"].astype(str) == endpoint]
+    arm = study.arms.to_numpy()[rows["patient"].to_numpy()]
+    return rows.assign(arm=pd.Series(arm, index=rows.index).map(arms))
+
+
+def pd_bands(
+    fit: ModelFit,
+    synthetic: Sequence[StudyEvents],
+    *,
+    endpoint: str,
+    percentiles: tuple[float, ...] = (10.0, 50.0, 90.0),
+    bins: int = 6,
+) -> pd.DataFrame:
+    """A predictive check of a PD endpoint by dose arm: observed against synthetic percentiles.
+
+    The source's patients are grouped by the arm the release describes them under (``arm 1``,
+    ``arm 2``, ... in the release's order), the synthetic patients by their own arm; within
+    each arm, as :func:`vpc_bands` does for concentrations.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        The source fit (its study and the arms its release keeps).
+    synthetic : sequence of StudyEvents
+        Synthetic studies drawn from the fit's release (:func:`synthetic_study`).
+    endpoint : str
+        A PD endpoint the release carries a model of.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`vpc_bands`, with a column ``arm``.
+    """
+    if not synthetic:
+        raise ValueError("synthetic must hold at least one synthetic study")
+    if endpoint not in fit.pd:
+        raise ValueError(f"endpoint {endpoint!r} has no PD model in the fit: {sorted(fit.pd)}")
+    kept = _arms_kept(fit)
+    source_arms = {arm: arm_label(i) for i, arm in enumerate(kept)}
+    observed = _endpoint_rows(fit.study, endpoint, source_arms).dropna(subset=["arm"])
+
+    def synthetic_arms(study: StudyEvents) -> dict:
+        # A release of one arm is read back without an arm column: every patient is in it.
+        return {a: str(a) if len(kept) > 1 else arm_label(0) for a in study.arms.unique()}
+
+    replicas = [_endpoint_rows(s, endpoint, synthetic_arms(s)) for s in synthetic]
+    frames = {
+        arm: _bands(rows, [r[r["arm"] == arm] for r in replicas], percentiles, bins)
+        for arm, rows in observed.groupby("arm")
     }
-    return pd.DataFrame(frame)
+    return pd.concat(frames, names=["arm"]).reset_index("arm").reset_index(drop=True)
 
 
 def design_rates(study: StudyEvents, *, min_patients: int = 1) -> pd.Series:

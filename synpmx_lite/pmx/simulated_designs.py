@@ -8,9 +8,10 @@ of those four designs, seeded, and writes them as CSV files in the package's dat
 
 * ``mad_sim``: a multiple ascending dose study, four cohorts of 15 (10 to 300 mg once a day
   for a week, oral), concentrations on the first and last day, and a continuous biomarker
-  that falls to a plateau;
+  that falls to a plateau, deeper with the dose (an Emax relation of the dose level);
 * ``pkpd_sim``: a PK/PD study, 180 patients in three single oral dose arms, concentrations
-  with a few samples missed, and a PD endpoint that falls and recovers;
+  with a few samples missed, and a PD endpoint that falls and recovers, further with the
+  dose (an Emax relation of the dose level);
 * ``mixroute_sim``: 90 patients given the drug either as an IV bolus (30) or orally (60);
 * ``onc_sim``: an oncology study, 200 patients given a one-hour infusion every three weeks for
   eight cycles, trough and peak concentrations, and the sum of the longest tumour diameters
@@ -71,13 +72,16 @@ class _Pk:
 @dataclass(frozen=True)
 class _Pd:
     """A PD endpoint: its shape's parameters, baseline, its between-subject SD and the
-    additive error, in the endpoint's units."""
+    additive error, in the endpoint's units; ``ed50`` (mg), where given, scales the shape's
+    ``plateau`` with the dose by an Emax relation, ``plateau * dose / (ed50 + dose)`` (the
+    ``plateau`` is then the largest effect, that of an infinite dose)."""
 
     shape: str
     parameters: dict[str, float]
     baseline: float
     baseline_sd: float
     residual: float
+    ed50: float | None = None
 
 
 def _covariates(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -124,10 +128,18 @@ def _concentrations(rng, pk: _Pk, parameters, doses: pd.DataFrame, times: np.nda
     return predicted + sd * rng.standard_normal(predicted.shape)
 
 
-def _pd_values(rng, pd_model: _Pd, times: np.ndarray) -> np.ndarray:
-    """Observed PD values ``(n, t)`` at hours ``times`` ``(n, t)`` since the first dose."""
+def _pd_values(rng, pd_model: _Pd, times: np.ndarray, dose: np.ndarray | None = None) -> np.ndarray:
+    """Observed PD values ``(n, t)`` at hours ``times`` ``(n, t)`` since the first dose, for
+    patients given ``dose`` (mg, ``(n,)``; needed where the model's effect depends on it)."""
     baseline = pd_model.baseline + pd_model.baseline_sd * rng.standard_normal((times.shape[0], 1))
-    shape = pd_response(pd_model.shape, pd_model.parameters, times)
+    if pd_model.ed50 is None:
+        shape = pd_response(pd_model.shape, pd_model.parameters, times)
+    else:
+        shape = np.empty(times.shape)
+        for level in np.unique(dose):  # one effect per dose level
+            effect = pd_model.parameters["plateau"] * level / (pd_model.ed50 + level)
+            parameters = {**pd_model.parameters, "plateau": float(effect)}
+            shape[dose == level] = pd_response(pd_model.shape, parameters, times[dose == level])
     return baseline * shape + pd_model.residual * rng.standard_normal(times.shape)
 
 
@@ -203,7 +215,8 @@ def _daily_doses(amounts: np.ndarray, days: int, cmt: int) -> pd.DataFrame:
 
 _MAD_PK = _Pk(PkModel(route="oral"), {"cl": 4.0, "v": 60.0, "ka": 1.2},
               {"cl": 0.3, "v": 0.2, "ka": 0.4}, 0.01, 0.15)  # fmt: skip
-_MAD_PD = _Pd("plateau", {"plateau": -0.45, "rate": 0.03}, 100.0, 15.0, 6.0)
+# The biomarker's fall grows with the dose: a fifth of the largest at 10 mg, nine tenths at 300.
+_MAD_PD = _Pd("plateau", {"plateau": -0.6, "rate": 0.03}, 100.0, 15.0, 6.0, ed50=35.0)
 
 
 def _mad(rng: np.random.Generator) -> pd.DataFrame:
@@ -218,14 +231,17 @@ def _mad(rng: np.random.Generator) -> pd.DataFrame:
     concentrations = _concentrations(rng, _MAD_PK, parameters, doses, pk_times)
     observations = [
         _observation_rows(concentrations, pk_times, "cp", 2),
-        _observation_rows(_pd_values(rng, _MAD_PD, pd_times), pd_times, "pd", 3),
+        _observation_rows(_pd_values(rng, _MAD_PD, pd_times, cohorts), pd_times, "pd", 3),
     ]
     return _table(doses, observations, people, cohorts)
 
 
 _PKPD_PK = _Pk(PkModel(route="oral"), {"cl": 2.5, "v": 35.0, "ka": 0.8},
                {"cl": 0.25, "v": 0.15, "ka": 0.5}, 0.005, 0.12)  # fmt: skip
-_PKPD_PD = _Pd("transient", {"plateau": -0.5, "rate": 0.08, "recovery": 0.02}, 80.0, 12.0, 5.0)
+# The largest fall, -0.7 of the baseline, halved at 100 mg (the middle arm).
+_PKPD_PD = _Pd(
+    "transient", {"plateau": -0.7, "rate": 0.08, "recovery": 0.02}, 80.0, 12.0, 5.0, ed50=100.0
+)
 
 
 def _pkpd(rng: np.random.Generator) -> pd.DataFrame:
@@ -240,7 +256,7 @@ def _pkpd(rng: np.random.Generator) -> pd.DataFrame:
     taken = rng.random(pk_times.shape) >= 0.05
     observations = [
         _observation_rows(concentrations, pk_times, "cp", 2, kept=taken),
-        _observation_rows(_pd_values(rng, _PKPD_PD, pd_times), pd_times, "pd", 3),
+        _observation_rows(_pd_values(rng, _PKPD_PD, pd_times, arms), pd_times, "pd", 3),
     ]
     return _table(doses, observations, people, arms)
 

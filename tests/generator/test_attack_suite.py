@@ -517,6 +517,17 @@ def test_medians_of_dose_and_visit_times_are_no_single_patients_value():
     fails(fit, release, "P3", "duration 1.5", "value of 1 patient")
 
 
+@pytest.mark.parametrize("edit", ["merge", "swap"])
+def test_p3_fails_on_visit_times_that_merge_or_swap(fit, edit):
+    # An edited (or coarsely rounded) release that puts two visits at one time, or the later
+    # one first: a trough and the next peak released as one sample.
+    release = released(fit)
+    visits = release["endpoints"]["DV"]["visits"]
+    first, second = visits[1][1], visits[2][1]
+    visits[1][1], visits[2][1] = (second, second) if edit == "merge" else (second, first)
+    fails(fit, release, "P3", "merged or swapped")
+
+
 # --- 9. The LOQ rule follows the threshold ----------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 """Usefulness measures: precisions, refits on synthetic data, rounding against RSE, the store."""
 
+import math
 import warnings
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from synpmx_lite.generator.frontier import (
     DEFAULT_SETTINGS,
     SOURCES,
     UsefulnessResults,
+    _mean_and_se,
+    _work,
     frontier_table,
     usefulness_results,
 )
@@ -22,6 +25,7 @@ from synpmx_lite.generator.utility import (
     design_rates,
     fingerprint_at,
     model_estimates,
+    pd_bands,
     refit_estimates,
     refit_summary,
     rounding_against_rse,
@@ -150,3 +154,48 @@ def test_frontier_table_reads_every_release():
     assert table["usefulness"].between(0, 1).all()
     private = table[table["release"] == "DP"]
     assert sorted(set(private["epsilon"])) == DEFAULT_SETTINGS["epsilons"]
+
+
+def test_studies_in_parallel_give_the_serial_arrays():
+    """At a tiny setting (the infinite budget: no unseeded noise), two processes give the
+    very arrays one gives, in the same order, and a private release's refits are clustered
+    by draw."""
+    settings = {
+        **DEFAULT_SETTINGS,
+        "studies": ["theo_sd", "theo_md"],
+        "replicates": 1,
+        "epsilons": [math.inf],
+        "dp_draws": 2,
+        "dp_replicates": 1,
+    }
+    serial = _work(settings, workers=1)(lambda done, total: None)
+    parallel = _work(settings, workers=2)(lambda done, total: None)
+    assert list(serial) == list(parallel)
+    for key, value in serial.items():
+        np.testing.assert_array_equal(value, parallel[key], err_msg=key)
+    assert "theo_md|epsilon=inf|draw=1" in serial
+
+
+def test_frontier_standard_error_is_over_draws():
+    shares = np.array([1.0, 0.0, 0.5, 0.5])  # two draws of two synthetic studies each
+    mean, se = _mean_and_se(shares, 2)
+    assert mean == pytest.approx(0.5)
+    assert se == pytest.approx(0.0)  # the draws' means agree, whatever their studies do
+    assert _mean_and_se(shares, 4)[1] == pytest.approx(shares.std(ddof=1) / 2)
+
+
+def test_pd_bands_of_the_source_against_itself(warfarin):
+    """With the source as its only replicate, every band is the observed percentile itself."""
+    bands = pd_bands(warfarin, [warfarin.study], endpoint="pca", bins=4)
+    assert set(bands["arm"]) == {"arm 1"}
+    assert len(bands) == 4 * 3
+    for column in ("low", "median", "high"):
+        np.testing.assert_allclose(bands[column], bands["observed"])
+    rows = warfarin.study.observations
+    pca = rows.loc[rows["endpoint"].astype(str) == "pca", "dv"]
+    median = bands.loc[bands["percentile"] == 50, "observed"]
+    assert median.between(pca.min(), pca.max()).all()
+    with pytest.raises(ValueError, match="endpoint 'cp' has no PD model"):
+        pd_bands(warfarin, [warfarin.study], endpoint="cp")
+    with pytest.raises(ValueError, match="at least one synthetic study"):
+        pd_bands(warfarin, [], endpoint="pca")
