@@ -17,12 +17,16 @@ after the test: a test that edits it fails, rather than the tests run after it o
 
 import hashlib
 import pickle
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from synpmx_lite.generator.estimate import synpmx_model_estimate
-from synpmx_lite.pmx.study import load_dataset
+# jsonschema (imported by nbformat, for the book's tests) compiles 38 Lark parsers on import
+# if rfc3987_syntax is installed: 2 CPU-seconds in every pytest process. No test checks a
+# schema's formats, so this process goes without it, as the scratch books' builds do
+# (tests/book/scratch.py, NO_RFC3987_SYNTAX): a module set to None fails to import.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 settings.register_profile(
     "deterministic",
@@ -40,6 +44,11 @@ def _digest(value) -> str:
 
 @pytest.fixture(scope="session")
 def _warfarin_fit():
+    # Imported here, not at the top: the xdist controller process, which runs no test, loads
+    # this file too.
+    from synpmx_lite.generator.estimate import synpmx_model_estimate
+    from synpmx_lite.pmx.study import load_dataset
+
     fit = synpmx_model_estimate(*load_dataset("warfarin"))
     return fit, _digest(fit)
 
