@@ -60,3 +60,27 @@ def warfarin_fit(_warfarin_fit):
     fit, made = _warfarin_fit
     yield fit
     assert _digest(fit) == made, "the test edited the shared warfarin fit in place"
+
+
+# The files that take longest, first, so that under pytest-xdist (``--dist loadfile``, which
+# hands files out in the order collected) no worker starts one when the others are nearly done:
+# the scratch-book builds, which mostly wait for kernels and sleeps, while the other worker
+# computes; then the files of most CPU (``pytest --durations``). Any other file follows, in the
+# order collected.
+SLOWEST_FIRST = (
+    "tests/book/test_side_by_side.py",
+    "tests/book/test_interrupts.py",
+    "tests/book/test_workflows.py",
+    "tests/book/test_pages.py",
+    "tests/book/test_failing_chapters.py",
+    "tests/generator/test_attack_suite.py",
+    "tests/pmx/test_population.py",
+    "tests/generator/test_estimate.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of :data:`SLOWEST_FIRST` first, in its order (a stable sort: the tests of
+    a file keep theirs, and every process collecting the suite orders it the same)."""
+    rank = {path: place for place, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
