@@ -63,19 +63,20 @@ def warfarin_fit(_warfarin_fit):
 
 
 # The files that take longest, first, so that under pytest-xdist (``--dist loadfile``, which
-# hands files out in the order collected) no worker starts one when the others are nearly done:
-# the scratch-book builds, which mostly wait for kernels and sleeps, while the other worker
-# computes; then the files of most CPU (``pytest --durations``). Any other file follows, in the
-# order collected.
+# hands files out in the order collected, two to each worker to start) no worker starts one
+# when the others are nearly done: the scratch-book builds, which mostly wait for kernels and
+# sleeps, in turn with the files of most CPU (``pytest --durations``), so that a worker
+# computes while another waits. Any other file follows, in the order collected.
 SLOWEST_FIRST = (
     "tests/book/test_side_by_side.py",
-    "tests/book/test_interrupts.py",
-    "tests/book/test_workflows.py",
-    "tests/book/test_pages.py",
-    "tests/book/test_failing_chapters.py",
     "tests/generator/test_attack_suite.py",
+    "tests/book/test_interrupts.py",
     "tests/pmx/test_population.py",
+    "tests/book/test_workflows.py",
     "tests/generator/test_estimate.py",
+    "tests/book/test_pages.py",
+    "tests/attacks/test_membership_generator.py",
+    "tests/book/test_failing_chapters.py",
 )
 
 
