@@ -17,12 +17,16 @@ after the test: a test that edits it fails, rather than the tests run after it o
 
 import hashlib
 import pickle
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from synpmx_lite.generator.estimate import synpmx_model_estimate
-from synpmx_lite.pmx.study import load_dataset
+# jsonschema (imported by nbformat, for the book's tests) compiles 38 Lark parsers on import
+# if rfc3987_syntax is installed: 2 CPU-seconds in every pytest process. No test checks a
+# schema's formats, so this process goes without it, as the scratch books' builds do
+# (tests/book/scratch.py, NO_RFC3987_SYNTAX): a module set to None fails to import.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 settings.register_profile(
     "deterministic",
@@ -40,6 +44,11 @@ def _digest(value) -> str:
 
 @pytest.fixture(scope="session")
 def _warfarin_fit():
+    # Imported here, not at the top: the xdist controller process, which runs no test, loads
+    # this file too.
+    from synpmx_lite.generator.estimate import synpmx_model_estimate
+    from synpmx_lite.pmx.study import load_dataset
+
     fit = synpmx_model_estimate(*load_dataset("warfarin"))
     return fit, _digest(fit)
 
@@ -51,3 +60,28 @@ def warfarin_fit(_warfarin_fit):
     fit, made = _warfarin_fit
     yield fit
     assert _digest(fit) == made, "the test edited the shared warfarin fit in place"
+
+
+# The files that take longest, first, so that under pytest-xdist (``--dist loadfile``, which
+# hands files out in the order collected, two to each worker to start) no worker starts one
+# when the others are nearly done: the scratch-book builds, which mostly wait for kernels and
+# sleeps, in turn with the files of most CPU (``pytest --durations``), so that a worker
+# computes while another waits. Any other file follows, in the order collected.
+SLOWEST_FIRST = (
+    "tests/book/test_side_by_side.py",
+    "tests/generator/test_attack_suite.py",
+    "tests/book/test_interrupts.py",
+    "tests/pmx/test_population.py",
+    "tests/book/test_workflows.py",
+    "tests/generator/test_estimate.py",
+    "tests/book/test_pages.py",
+    "tests/attacks/test_membership_generator.py",
+    "tests/book/test_failing_chapters.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of :data:`SLOWEST_FIRST` first, in its order (a stable sort: the tests of
+    a file keep theirs, and every process collecting the suite orders it the same)."""
+    rank = {path: place for place, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
