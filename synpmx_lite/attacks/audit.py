@@ -437,7 +437,14 @@ def release_epsilon_bound(audit: Audit) -> pd.Series:
         that gives it) and ``confidence``, each attack's level: 95 % Bonferroni-corrected for
         taking the largest of :data:`AUDIT_ATTACKS` (the tails at a third of 5 %, read from
         the audit's resamples, so near their extremes).
+
+    Raises
+    ------
+    TypeError
+        If ``audit`` is not an :class:`Audit` (e.g. the shadow releases' arrays).
     """
+    if not isinstance(audit, Audit):
+        raise TypeError(f"audit must be an Audit (audit_shadows), not {type(audit).__name__}")
     confidence = 1 - (1 - _CONFIDENCE) / len(AUDIT_ATTACKS)
     bounds = {
         name: resampled_epsilon(values, confidence=confidence)

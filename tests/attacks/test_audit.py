@@ -351,3 +351,8 @@ def test_fast_rates_agree_with_the_placements_and_rate_at():
     fast = _auc_and_rates(members, others)  # rounded scores: ties on purpose
     assert np.isclose(fast[0], auc(members, others))
     assert fast[1:] == [rate_at(members, others, rate)[0] / members.size for rate in AUDIT_RATES]
+
+
+def test_release_epsilon_bound_refuses_what_is_not_an_audit():
+    with pytest.raises(TypeError, match="audit must be an Audit"):
+        release_epsilon_bound({"member": np.zeros(3)})
