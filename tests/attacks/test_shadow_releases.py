@@ -39,8 +39,8 @@ def test_stored_shadow_releases_match_a_recomputation():
         expected = expected if key == "influence" else expected[:RECOMPUTED]
         if values.dtype.kind == "U":  # the fits' diagnostics, as text
             np.testing.assert_array_equal(values, expected, err_msg=key)
-        else:
-            np.testing.assert_allclose(values, expected, rtol=1e-9, atol=1e-12, err_msg=key)
+        else:  # fits: another numpy, scipy or BLAS build moves only their last digits
+            np.testing.assert_allclose(values, expected, rtol=1e-6, atol=1e-12, err_msg=key)
 
 
 def test_null_control_on_the_real_generator_is_a_coin_toss():

@@ -136,15 +136,19 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     labels = list(PRECISIONS)
     seed = DEFAULT_SETTINGS["seed"] + labels.index("1 figure")
     fresh = refit_estimates(fingerprint_at(fit, 1), fit, replicates=2, seed=seed)
-    np.testing.assert_array_equal(fresh.to_numpy(), results.refits("warfarin", "1 figure")[:2])
+    # Fits are optimiser results: another numpy, scipy or BLAS build moves their last digits
+    # (3e-9 relative seen), a changed engine moves them by far more.
+    np.testing.assert_allclose(
+        fresh.to_numpy(), results.refits("warfarin", "1 figure")[:2], rtol=1e-6
+    )
     epsilon = DEFAULT_SETTINGS["epsilons"][-1]
     release = results.private_release("warfarin", epsilon)
     e = DEFAULT_SETTINGS["epsilons"].index(epsilon)
     again = refit_estimates(
         release.fingerprint, fit, replicates=1, seed=DEFAULT_SETTINGS["seed"] + 100 * (e + 1)
     )
-    np.testing.assert_array_equal(
-        again.to_numpy(), results.private_refits("warfarin", epsilon).iloc[:1].to_numpy()
+    np.testing.assert_allclose(
+        again.to_numpy(), results.private_refits("warfarin", epsilon).iloc[:1].to_numpy(), rtol=1e-6
     )
 
 
