@@ -134,7 +134,7 @@ _VOCABULARY_KEYS = {
     "model": ("compartments", "route", "lag"),
     "summary": ("geometric_mean", "sdlog"),
     "arm": ("arm", "patients", "doses", "keep"),
-    "dose": ("period", "index", "time", "amount", "duration"),
+    "dose": ("period", "index", "time", "amount", "duration", "route"),
     "endpoint": ("attendance", "visits", "loq"),
     "checks": ("P4", "P5"),
     "pd": ("shape", "baseline", "baseline_sd", "parameters", "residual"),
@@ -376,6 +376,8 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
             return label in _VOCABULARY_KEYS["dose"]
         return False
     if path == ("model", "route"):
+        return label in ("oral", "iv")
+    if head == "arms" and depth == 5 and path[4] == "route":
         return label in ("oral", "iv")
     if path == ("error",):
         return label in ERROR_MODELS
@@ -1236,7 +1238,8 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
         shown, expected = as_mapping(shown), []
         shown_times = [[0, as_mapping(d).get("time")] for d in as_sequence(shown.get("doses"))]
         for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
-            if group["patient"].nunique() < k:
+            route = _majority_route(group, k)
+            if route is None:
                 continue
             amounts = group["amount"]
             amount = (
@@ -1265,6 +1268,7 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
                         source,
                         positive=False,
                     ),
+                    "route": route,
                 }
             )
         if shown.get("doses") != expected:
@@ -1273,6 +1277,15 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
             )
         problems += _recomputed_keep(i, arm, as_mapping(shown.get("keep")), source)
     return problems
+
+
+def _majority_route(group: pd.DataFrame, k: int) -> str | None:
+    """The route most of a planned dose's patients took (the depot's on a tie), or None where
+    fewer than ``k`` took it."""
+    iv = group.loc[group["central"], "patient"].nunique()
+    oral = group.loc[~group["central"], "patient"].nunique()
+    most, route = (iv, "iv") if iv > oral else (oral, "oral")
+    return route if most >= k else None
 
 
 def _recomputed_keep(i: int, arm: object, keep: dict, source: _Source) -> list[str]:

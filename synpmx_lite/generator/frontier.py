@@ -74,6 +74,7 @@ DEFAULT_SETTINGS: dict = {
         "wbcSim",
         "mad_sim",
         "pkpd_sim",
+        "mixroute_sim",
         "onc_sim",
     ],
     "estimation_seed": 1,
