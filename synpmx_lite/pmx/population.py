@@ -462,7 +462,10 @@ class PopulationFit:
 def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
     """The summary's rows of a correlation estimated as Fisher's z: the SE by the delta
     method, :math:`(1 - \\rho^2)\\,\\mathrm{SE}(z)`, and the interval
-    :math:`\\tanh(z \\pm 1.96\\,\\mathrm{SE}(z))`, inside (-1, 1)."""
+    :math:`\\tanh(z \\pm 1.96\\,\\mathrm{SE}(z))`, inside (-1, 1). The RSE,
+    :math:`\\mathrm{SE}/|\\rho|`, grows without bound as :math:`\\rho` nears 0, where a
+    correlation may still be well determined: the fit's diagnostic that the data do not
+    determine it reads the interval (nearly all of (-1, 1)) and quotes this RSE beside it."""
     z, half = np.arctanh(rho), special.ndtri(0.975) * z_se.to_numpy()
     se = (1 - rho**2) * z_se.to_numpy()
     return pd.DataFrame(
@@ -474,6 +477,29 @@ def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
             "ci_high": np.tanh(z + half),
             "shrinkage_percent": np.nan,
         }
+    )
+
+
+def _undetermined_message(key: tuple[str, str], label: str, value: float, se: float) -> str:
+    """The diagnostic of an estimate whose SE on the search scale is past
+    ``_UNDETERMINED_LOG_SE``, quoting the summary's RSE and interval of it."""
+    kind, name = key
+    if kind == "correlation":  # ``value`` is Fisher's z; the summary reads rho = tanh z
+        row = _correlation_rows(pd.Series({name: np.tanh(value)}), pd.Series({name: se})).iloc[0]
+        return (
+            f"the data do not determine the correlation {name}: its 95 % interval "
+            f"({row['ci_low']:.3g}, {row['ci_high']:.3g}) spans nearly all of (-1, 1) (RSE "
+            f"{row['rse_percent']:.3g} %, SE of Fisher's z {se:.3g}); not identified: fit "
+            "without correlated"
+        )
+    remedy = (
+        f"; not identified: remove the random effect (eta) on {name}"
+        if kind == "omega_sd"
+        else "; not identified"
+    )
+    return (
+        f"the data do not determine {label}: its RSE is {100 * se:.3g} % "
+        f"(a 95 % interval wider than a factor 100 either way){remedy}"
     )
 
 
@@ -1066,15 +1092,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         log_se = np.sqrt(2 * np.diag(r_inverse))
         for i, se in zip(free_index, log_se, strict=True):
             if se > _UNDETERMINED_LOG_SE:
-                remedy = (
-                    f"; not identified: remove the random effect (eta) on {index[i][1]}"
-                    if index[i][0] == "omega_sd"
-                    else "; not identified"
-                )
-                diagnostics.append(
-                    f"the data do not determine {labels[i]}: its RSE is {100 * se:.3g} % "
-                    f"(a 95 % interval wider than a factor 100 either way){remedy}"
-                )
+                diagnostics.append(_undetermined_message(index[i], labels[i], x[i], se))
         gain = 0.5 * free_gradient @ r_inverse @ free_gradient
         if gain > _NEWTON_GAIN:
             diagnostics.append(
