@@ -118,7 +118,8 @@ The objective, the modes and their derivatives are computed in the private modul
   (:math:`\mathrm{SE}(\theta) = \theta\, \mathrm{SE}(\log\theta)`), so that the relative
   standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
 * Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
-  between-subject SD has collapsed to its floor, every mode converged, the covariance step
+  between-subject SD has collapsed to its floor or exceeds 2 on the log scale (a factor
+  :math:`e^2 = 7.4` per SD is not a population), every mode converged, the covariance step
   succeeded, every parameter's 95 % interval is narrower than a factor 100 either way (RSE
   below 235 %), a Newton step from the optimum would gain less than 0.001 in OFV, and no
   sample after a dose is predicted as 0 under proportional error; otherwise a
@@ -201,6 +202,9 @@ _OMEGA_SD_BOUNDS = (0.01, 5.0)
 # at 1e-5 the two differ by about SD^2 times the patient's information (below 1e-6 in OFV
 # on theo_sd; ``tests/pmx/test_random_effects.py`` checks it against an SD of 1e-7).
 _NO_ETA_LOG_SD = float(np.log(1e-5))
+# A between-subject SD above 2 on the log scale moves a patient a factor e^2 = 7.4 per SD
+# (a 95 % range of 2,500-fold): no longer a population of similar patients.
+_WIDEST_OMEGA_SD = 2.0
 # An exponent within +-10; a categorical level's factor within a factor 100 either way.
 _EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
 # Fisher's z of a correlation within +-5: |rho| up to 0.9999.
@@ -477,6 +481,17 @@ def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
             "ci_high": np.tanh(z + half),
             "shrinkage_percent": np.nan,
         }
+    )
+
+
+def _wide_omega_message(name: str, sd: float) -> str:
+    """The diagnostic of a between-subject SD past ``_WIDEST_OMEGA_SD``."""
+    return (
+        f"the between-subject SD of {name} is {sd:.3g} on the log scale, above "
+        f"{_WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor {np.exp(sd):.3g}, "
+        "which is not a population of similar patients: remove the random effect (eta) on "
+        f"{name} if the data do not determine it, or find what makes patients differ so (a "
+        "covariate, a subpopulation, an error in the data)"
     )
 
 
@@ -798,10 +813,10 @@ def fit_population(
     -----
     FitWarning
         When the fit must not be trusted (``converged`` False): a parameter at a bound, a
-        between-subject SD at its floor, a mode not found, a failed covariance step, a
-        parameter the data do not determine (RSE above 235 %), an optimizer stopped away
-        from a stationary point, or (proportional error) a sample after a dose predicted
-        as 0.
+        between-subject SD at its floor or above 2 on the log scale, a mode not found, a
+        failed covariance step, a parameter the data do not determine (RSE above 235 %), an
+        optimizer stopped away from a stationary point, or (proportional error) a sample
+        after a dose predicted as 0.
 
     Notes
     -----
@@ -1048,6 +1063,9 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
             f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it (not identified: "
             f"remove the random effect (eta) on {index[i][1]})"
         )
+    omega_sd = (np.arange(k) >= p) & (np.arange(k) < 2 * p) & ~held
+    for i in np.flatnonzero(omega_sd & (x > np.log(_WIDEST_OMEGA_SD))):
+        diagnostics.append(_wide_omega_message(index[i][1], float(np.exp(x[i]))))
     for i in np.flatnonzero((at_low | at_high) & ~floor):
         diagnostics.append(f"{names[i]} sits at a bound of its search range")
     if not final.converged.all():
