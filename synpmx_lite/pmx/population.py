@@ -75,11 +75,13 @@ change with the units. Such a fit is reported as not converged.
 minus twice the log-probability of a value below the limit, to :math:`L_i(\eta)` in place of
 its normal term, in the modes and in the OFV alike, under every error model (Beal 2001;
 Ahn et al. 2008). In :math:`H_i` its weight is :math:`g''(z)(\partial z/\partial f)^2`
-(``synpmx_lite.pmx._censored``): the exact second derivative under additive error
-(Laplace's approximation of those terms, as NONMEM's M3 with ``LAPLACIAN``), its
-Gauss-Newton part where :math:`V` moves with :math:`f`. The OFV is then minus twice the
-log-likelihood less :math:`\log 2\pi` for each uncensored observation only. A study
-without censored observations runs exactly the arithmetic it ran before.
+(``synpmx_lite.pmx._censored``): the term's exact second derivative in :math:`f` under
+additive error, its Gauss-Newton part where :math:`V` moves with :math:`f`. This is FOCE-I
+with the M3 likelihood, not NONMEM's M3 under ``LAPLACIAN``: the first-order :math:`H_i`
+leaves out the prediction's curvature in :math:`\eta` for censored rows as for measured ones.
+The OFV is then minus twice the log-likelihood less :math:`\log 2\pi` for each uncensored
+observation only. A study without censored observations runs exactly the arithmetic it ran
+before.
 
 **Method.**
 
