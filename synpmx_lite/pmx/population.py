@@ -182,6 +182,7 @@ from .study import StudyEvents, _correlated_names, _random_names
 
 __all__ = [
     "ERROR_MODELS",
+    "WIDEST_OMEGA_SD",
     "FitWarning",
     "PopulationFit",
     "empirical_bayes_estimates",
@@ -204,9 +205,10 @@ _OMEGA_SD_BOUNDS = (0.01, 5.0)
 # at 1e-5 the two differ by about SD^2 times the patient's information (below 1e-6 in OFV
 # on theo_sd; ``tests/pmx/test_random_effects.py`` checks it against an SD of 1e-7).
 _NO_ETA_LOG_SD = float(np.log(1e-5))
-# A between-subject SD above 2 on the log scale moves a patient a factor e^2 = 7.4 per SD
-# (a 95 % range of 2,500-fold): no longer a population of similar patients.
-_WIDEST_OMEGA_SD = 2.0
+#: The widest between-subject SD (log scale) a converged fit may have: one above it moves a
+#: patient a factor e^2 = 7.4 per SD (a 95 % range of 2,500-fold), no longer a population of
+#: similar patients, and is flagged.
+WIDEST_OMEGA_SD = 2.0
 # An exponent within +-10; a categorical level's factor within a factor 100 either way.
 _EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
 # Fisher's z of a correlation within +-5: |rho| up to 0.9999.
@@ -487,10 +489,10 @@ def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
 
 
 def _wide_omega_message(name: str, sd: float) -> str:
-    """The diagnostic of a between-subject SD past ``_WIDEST_OMEGA_SD``."""
+    """The diagnostic of a between-subject SD past ``WIDEST_OMEGA_SD``."""
     return (
         f"the between-subject SD of {name} is {sd:.3g} on the log scale, above "
-        f"{_WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor {np.exp(sd):.3g}, "
+        f"{WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor {np.exp(sd):.3g}, "
         "which is not a population of similar patients: remove the random effect (eta) on "
         f"{name} if the data do not determine it, or find what makes patients differ so (a "
         "covariate, a subpopulation, an error in the data)"
@@ -1066,7 +1068,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
             f"remove the random effect (eta) on {index[i][1]})"
         )
     omega_sd = (np.arange(k) >= p) & (np.arange(k) < 2 * p) & ~held
-    for i in np.flatnonzero(omega_sd & (x > np.log(_WIDEST_OMEGA_SD))):
+    for i in np.flatnonzero(omega_sd & (x > np.log(WIDEST_OMEGA_SD))):
         diagnostics.append(_wide_omega_message(index[i][1], float(np.exp(x[i]))))
     for i in np.flatnonzero((at_low | at_high) & ~floor):
         diagnostics.append(f"{names[i]} sits at a bound of its search range")
