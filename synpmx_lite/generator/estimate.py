@@ -871,7 +871,8 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     ValueError
         No arm has ``min_arm_patients`` patients: there is no cohort to release; or the
         study's distinct dose and visit times need more than :data:`MAX_TIME_FIGURES`
-        significant figures to stay apart.
+        significant figures to stay apart; or the PK fit's correlated pair (``correlated``)
+        has a correlation that one significant figure rounds to +-1.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
@@ -883,6 +884,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         )
     cohort = np.flatnonzero(fit.study.arms.isin(arms).to_numpy())
     pk = fit.pk
+    _check_released_correlation(pk)
     continuous, categories, reference = _covariate_release(fit, cohort)
     pk_fields = {
         "model": dataclasses.asdict(pk.model) if pk else None,
@@ -1035,6 +1037,19 @@ def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
         "; ".join(why if what == "PK" and reported else f"{what} {why}" for what, why in found)
         or "converged"
     )
+
+
+def _check_released_correlation(pk: PopulationFit | None) -> None:
+    """Refuse a correlation that one significant figure would release as +-1: the schema
+    admits only (-1, 1), and an estimate that close to 1 says the two etas are one."""
+    for pair, rho in ({} if pk is None else pk.correlation).items():
+        if abs(_round(rho, 1)) >= 1:
+            raise ValueError(
+                f"the fit's correlation of {pair} ({rho:.4g}, correlated={pk.correlated}) rounds "
+                f"to {_round(rho, 1):g} at one significant figure, and a released correlation "
+                "must lie inside (-1, 1): the two random effects move as one; fit without "
+                "correlated, or with a random effect on one of them only"
+            )
 
 
 def release_refusal(study: StudyEvents) -> str | None:
