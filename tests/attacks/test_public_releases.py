@@ -3,8 +3,10 @@
 from importlib import resources
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import synpmx_lite.attacks.public_releases as public_releases_module
 from synpmx_lite.attacks.public_releases import (
     PUBLIC_COLUMNS,
     _release_arrays,
@@ -43,9 +45,14 @@ def test_the_table_reads_back_typed_and_in_the_studies_order():
     assert np.issubdtype(table["patients"].dtype, np.integer)
 
 
-def test_a_refused_study_is_refused_not_counted_as_releasing_nothing():
-    with pytest.raises(ValueError, match="mixroute_sim is refused"):
-        _release_arrays({"studies": ["mixroute_sim"], "seed": 1}, lambda done, total: None)
+def test_a_refused_study_is_refused_not_counted_as_releasing_nothing(monkeypatch):
+    # A study the generator refuses has a row but no fit (whichever studies that is today).
+    def refusing(names, seed, return_fits):
+        return pd.DataFrame({"study": names, "fit": "refused: a stand-in"}), {}
+
+    monkeypatch.setattr(public_releases_module, "privacy_checks_across_studies", refusing)
+    with pytest.raises(ValueError, match="warfarin is refused"):
+        _release_arrays({"studies": ["warfarin"], "seed": 1}, lambda done, total: None)
 
 
 def test_public_releases_refuses_a_seed_that_is_not_an_integer():
