@@ -5,9 +5,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from sklearn.metrics import roc_auc_score
 
 from synpmx_lite.attacks.audit import (
+    AUDIT_ATTACKS,
+    AUDIT_RATES,
     Audit,
+    _group_rates,
     audit_shadows,
     epsilon_lower_bound,
     exposed_rates,
@@ -103,16 +107,27 @@ def test_lira_beats_the_linear_score_where_the_answer_is_known(simulated_audit):
     assert simulated_audit.loc["LiRA offline", "auc"] > linear["auc"]
 
 
-def test_null_control_is_a_coin_toss():
+# How many SEs from a half each attack's null AUC may lie: 5 % family-wise over the attacks
+# (Bonferroni, two-sided), as the book reads them together. "Within one SE" would fail an
+# honest null about a third of the time per attack; the reruns below check the SEs are honest.
+NULL_Z = stats.norm.ppf(1 - 0.05 / (2 * len(AUDIT_ATTACKS)))
+
+
+@pytest.mark.parametrize("null_control", [True, False])
+def test_null_control_is_a_coin_toss_and_a_leaky_one_is_not(null_control):
     summary = audit_shadows(
         simulated_shadows(2),
         "unrounded",
         pk_width=PK_WIDTH,
-        null_control=True,
+        null_control=null_control,
         seed=3,
         resamples=40,
-    ).summary
-    assert (np.abs(summary["auc"] - 0.5) < 2 * summary["auc_se"]).all()
+    ).summary.set_index("attack")
+    within = np.abs(summary["auc"] - 0.5) < NULL_Z * summary["auc_se"]
+    if null_control:
+        assert within.all(), summary
+    else:  # the same releases left with their cohorts leak, and the check must see it
+        assert not within[["LiRA online", "LiRA offline"]].any(), summary
 
 
 RERUNS = 32
@@ -356,3 +371,27 @@ def test_fast_rates_agree_with_the_placements_and_rate_at():
 def test_release_epsilon_bound_refuses_what_is_not_an_audit():
     with pytest.raises(TypeError, match="audit must be an Audit"):
         release_epsilon_bound({"member": np.zeros(3)})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_weighted_group_rates_equal_the_rates_of_rows_duplicated_by_their_counts(seed):
+    # A patient resample weights each patient by their count in it; repeating each patient's
+    # column that many times must give the same rates and AUC (ties half, own pairs included).
+    rng = np.random.default_rng(seed)
+    replicates, patients = 30, 9
+    member = rng.random((replicates, patients)) < 0.75
+    scores = np.round(rng.standard_normal(member.shape) + member, 1)  # ties across patients
+    thresholds = list(np.quantile(scores, 1 - np.asarray(AUDIT_RATES)))
+    # One resample, so that its interval's ends are that resample's own rates.
+    table = _group_rates(scores, member, thresholds, np.random.default_rng(seed), 1)
+    counts = np.random.default_rng(seed).multinomial(patients, np.full(patients, 1 / patients))
+    copies = np.repeat(np.arange(patients), counts)
+    scores, member = scores[:, copies], member[:, copies]
+    for threshold, (_, cell) in zip(thresholds, table.iterrows(), strict=True):
+        for name, rate in (
+            ("tpr", (scores[member] > threshold).mean()),
+            ("fpr", (scores[~member] > threshold).mean()),
+            ("auc", roc_auc_score(member.ravel(), scores.ravel())),
+        ):
+            assert cell[f"{name}_patients_low"] == pytest.approx(rate, rel=1e-12)
+            assert cell[f"{name}_patients_high"] == pytest.approx(rate, rel=1e-12)

@@ -17,6 +17,7 @@ import nbformat
 import pytest
 import yaml
 from jupytext.cli import jupytext as jupytext_cli
+from myst_nb.ext.glue.crossref import read_glue_cache
 
 from tests.book.scratch import (
     REPOSITORY,
@@ -138,6 +139,22 @@ def test_a_chapter_read_from_the_cache_is_downloaded_as_when_it_executed(one_cha
     assert "Using cached notebook" in again.log
     assert again.downloads == executed
     assert nbformat.reads(executed[0], 4).cells[1].outputs[0].text == "value=1\n"
+
+
+def test_a_page_pasting_a_chapters_value_follows_an_edit_of_the_chapter(tmp_path):
+    # The landing page pastes the chapters' numbers (myst-nb's glue across pages, pasted when
+    # a page is written): an edit of a chapter alone must rewrite the page that quotes it.
+    book = make_book(tmp_path)
+    (book / "book" / "intro.md").write_text(
+        "# Scratch book\n\nPasted: {glue:text}`chapter.md::value:.2f`.\n"
+    )
+    for value in (1.5, 2.5):
+        write_chapter(book, f"from myst_nb import glue\nglue('value', {value}, display=False)")
+        read_glue_cache.cache_clear()  # in memory from the last build; a new process has none
+        result = build(book)
+        assert result.returncode == 0, result.stdout + result.stderr
+        intro = (book / "_build" / "html" / "book" / "intro.html").read_text()
+        assert f'<span class="pasted-text">{value:.2f}</span>' in intro
 
 
 def test_source_digest_follows_content_and_names_but_not_caches(tmp_path):
