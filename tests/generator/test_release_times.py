@@ -1,0 +1,78 @@
+"""The attack on released dose and visit times: figures past two that carry a patient's time.
+
+A time that two figures would merge with a neighbour of its period is released with more
+figures. The attacker reads, for every such time, the source times within one unit of its last
+figure (and in its two-figure rounding cell): where one to ``k - 1`` patients' times lie there,
+the release pins their times down finer than the two-figure grid. The release's time rule reads
+only the study's schedule and thresholds, so the studies are prepared, not fitted.
+"""
+
+import numpy as np
+import pytest
+
+from synpmx_lite.generator.estimate import ModelFit, _arms_kept, _timed_release
+from synpmx_lite.pmx.study import load_dataset, prepare_study
+from synpmx_lite.rounding import round_significant
+
+#: The shipped studies whose schedules two figures merge (found by releasing every study).
+CROWDED_STUDIES = ("theo_md", "pheno_sd", "nimoData", "mad_sim", "onc_sim")
+K = 3
+
+
+def _timed(name: str) -> tuple[ModelFit, list, dict]:
+    data, roles = load_dataset(name)
+    study = prepare_study(data, roles)
+    fit = ModelFit(study, np.ones(study.n_patients, bool), None, {}, None, 1, K, K)
+    arms = _arms_kept(fit)
+    cohort = np.flatnonzero(study.arms.isin(arms).to_numpy())
+    return fit, *_timed_release(fit, arms, cohort)
+
+
+@pytest.fixture(scope="module", params=CROWDED_STUDIES)
+def timed(request):
+    return _timed(request.param)
+
+
+def _figures(value: float) -> int:
+    """Significant figures of a released time as written (0 and integers' trailing zeros
+    count as the fewest)."""
+    for figures in range(1, 16):
+        if np.isclose(round_significant(value, figures), value, rtol=1e-12, atol=0):
+            return figures
+    return 16
+
+
+def pinned_patients(fit: ModelFit, arms: list, endpoints: dict) -> tuple[int, int]:
+    """The released times past two figures, and the patients one of them pins down: one to
+    ``k - 1`` patients whose dose or observation time lies within one unit of the time's last
+    figure, inside its two-figure cell."""
+    study = fit.study
+    sources = [(study.doses["time"].to_numpy(float), study.doses["patient"].to_numpy())]
+    sources += [
+        (rows["time"].to_numpy(float), rows["patient"].to_numpy())
+        for _, rows in study.observations.groupby("endpoint")
+    ]
+    released = [d["time"] for arm in arms for d in arm["doses"]]
+    released += [t for endpoint in endpoints.values() for _, t in endpoint["visits"]]
+    finer, pinned = 0, set()
+    for value in released:
+        figures = _figures(value)
+        if figures <= 2 or value == 0:
+            continue
+        finer += 1
+        unit = 10.0 ** (np.floor(np.log10(value)) - figures + 1)
+        cell = round_significant(value, 2)
+        for times, owners in sources:
+            near = (np.abs(times - value) <= unit * (1 + 1e-9)) & np.isclose(
+                round_significant(times, 2), cell
+            )
+            holders = set(np.unique(owners[near]).tolist())
+            if 0 < len(holders) < K:
+                pinned |= holders
+    return finer, len(pinned)
+
+
+def test_no_time_past_two_figures_pins_a_patient(timed):
+    fit, arms, endpoints = timed
+    finer, pinned = pinned_patients(fit, arms, endpoints)
+    assert pinned == 0, f"{pinned} patient(s) pinned by {finer} time(s) past two figures"
