@@ -3,11 +3,18 @@
 A time that two figures would merge with a neighbour of its period is released with more
 figures. The attacker reads, for every such time, the source times within one unit of its last
 figure (and in its two-figure rounding cell): where one to ``k - 1`` patients' times lie there,
-the release pins their times down finer than the two-figure grid. The release's time rule reads
-only the study's schedule and thresholds, so the studies are prepared, not fitted.
+the release may pin their times down finer than the two-figure grid. Whether it does is read
+directly: every patient's time is moved within its two-figure cell, keeping the schedule's
+order, and a release whose figures past two carry the patients' times changes. The release's
+time rule reads only the study's schedule and thresholds, so the studies are prepared, not
+fitted.
 """
 
+import dataclasses
+
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from synpmx_lite.generator.estimate import ModelFit, _arms_kept, _timed_release
@@ -19,9 +26,22 @@ CROWDED_STUDIES = ("theo_md", "pheno_sd", "nimoData", "mad_sim", "onc_sim")
 K = 3
 
 
-def _timed(name: str) -> tuple[ModelFit, list, dict]:
+def _squeezed(times: pd.Series) -> pd.Series:
+    """Each time halfway to its two-figure value: it stays in its cell, and the order of all
+    times stays (the cells are ordered intervals, the map within each increasing)."""
+    return (times + pd.Series(round_significant(times.to_numpy(float), 2), times.index)) / 2
+
+
+def _timed(name: str, squeeze: bool = False) -> tuple[ModelFit, list, dict]:
     data, roles = load_dataset(name)
     study = prepare_study(data, roles)
+    if squeeze:
+        doses, observations = study.doses.copy(), study.observations.copy()
+        doses["time"] = _squeezed(doses["time"])
+        # A nominal time (the protocol's) is a time of the schedule too.
+        for column in ("time", "visit") if roles.nominal_time else ("time",):
+            observations[column] = _squeezed(observations[column])
+        study = dataclasses.replace(study, doses=doses, observations=observations)
     fit = ModelFit(study, np.ones(study.n_patients, bool), None, {}, None, 1, K, K)
     arms = _arms_kept(fit)
     cohort = np.flatnonzero(study.arms.isin(arms).to_numpy())
@@ -30,7 +50,7 @@ def _timed(name: str) -> tuple[ModelFit, list, dict]:
 
 @pytest.fixture(scope="module", params=CROWDED_STUDIES)
 def timed(request):
-    return _timed(request.param)
+    return request.param, *_timed(request.param)
 
 
 def _figures(value: float) -> int:
@@ -72,7 +92,17 @@ def pinned_patients(fit: ModelFit, arms: list, endpoints: dict) -> tuple[int, in
     return finer, len(pinned)
 
 
-def test_no_time_past_two_figures_pins_a_patient(timed):
-    fit, arms, endpoints = timed
+def _times(arms: list, endpoints: dict) -> list:
+    return [d["time"] for arm in arms for d in arm["doses"]] + [
+        t for endpoint in endpoints.values() for _, t in endpoint["visits"]
+    ]
+
+
+def test_released_times_carry_only_the_two_figure_grid_and_the_order(timed):
+    name, fit, arms, endpoints = timed
     finer, pinned = pinned_patients(fit, arms, endpoints)
-    assert pinned == 0, f"{pinned} patient(s) pinned by {finer} time(s) past two figures"
+    _, *squeezed = _timed(name, squeeze=True)
+    assert _times(*squeezed) == _times(arms, endpoints), (
+        f"the release follows the patients' times within their two-figure cells: {finer} "
+        f"time(s) past two figures, {pinned} patient(s) within one unit of their last figure"
+    )
