@@ -682,15 +682,19 @@ def _spread(anchor: float, count: int, above: float, period: int, center: float)
         raise ValueError(f"times at {center:g} of period {period} merge at 0: cannot be released")
     magnitude = math.floor(math.log10(anchor)) if anchor > 0 else 0
     for figures in range(2, MAX_TIME_FIGURES + 1):
-        step = 10.0 ** (magnitude - figures + 1)
-        decimals = max(0, -math.floor(math.log10(step)))
-        reach = np.arange(-(10 ** (figures - 1)), 10 ** (figures - 1) + 1)
-        values = np.round(anchor + reach * step, decimals)
-        fits = (values > above) & np.isclose(round_significant(values, 2), anchor, atol=1e-12)
-        steps = reach[fits]
-        if steps.size >= count:
-            first = int(np.clip(-((count - 1) // 2), steps[0], steps[-1] - count + 1))
-            return [round(anchor + j * step, decimals) for j in range(first, first + count)]
+        # Every number at `figures` figures within two units of the anchor's second figure,
+        # on both sides of a power of ten.
+        fine = 10.0 ** (magnitude - figures)
+        reach = np.arange(-2 * 10 ** (figures - 1), 2 * 10 ** (figures - 1) + 1)
+        values = np.unique(round_significant(anchor + reach * fine * 10, figures))
+        values = np.unique(np.r_[values, round_significant(anchor + reach * fine, figures)])
+        values = values[
+            (values > above) & np.isclose(round_significant(values, 2), anchor, atol=1e-12)
+        ]
+        if values.size >= count:
+            first = np.searchsorted(values, anchor) - (count - 1) // 2
+            first = int(np.clip(first, 0, values.size - count))
+            return [float(v) for v in values[first : first + count]]
     raise ValueError(
         f"time {center:g} of period {period} stays apart from its neighbours only at more "
         f"than {MAX_TIME_FIGURES} significant figures (MAX_TIME_FIGURES): the study cannot "
