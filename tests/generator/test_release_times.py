@@ -12,7 +12,6 @@ fitted.
 
 import dataclasses
 
-
 import numpy as np
 import pandas as pd
 import pytest
