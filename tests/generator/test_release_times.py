@@ -10,13 +10,25 @@ time rule reads only the study's schedule and thresholds, so the studies are pre
 fitted.
 """
 
+import copy
 import dataclasses
+import json
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.generator.estimate import ModelFit, _arms_kept, _timed_release
+from synpmx_lite.generator.estimate import (
+    ModelFit,
+    _arms_kept,
+    _ordered_times,
+    _timed_release,
+    model_fingerprint,
+    model_privacy_checks,
+    synpmx_model_estimate,
+)
+from synpmx_lite.pmx.population import FitWarning
 from synpmx_lite.pmx.study import load_dataset, prepare_study
 from synpmx_lite.rounding import round_significant
 
@@ -105,3 +117,60 @@ def test_released_times_carry_only_the_two_figure_grid_and_the_order(timed):
         f"the release follows the patients' times within their two-figure cells: {finer} "
         f"time(s) past two figures, {pinned} patient(s) within one unit of their last figure"
     )
+
+
+@pytest.fixture(scope="module")
+def pheno():
+    """pheno_sd's fit and release: a visit (median 142.2 h) and two doses (143.3 and 144.5 h)
+    meet at 140 h at two figures."""
+    data, roles = load_dataset("pheno_sd")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = synpmx_model_estimate(data, roles, seed=1)
+    return fit, json.loads(model_fingerprint(fit).to_json())
+
+
+def _p3(fit: ModelFit, release: dict) -> tuple[str, str]:
+    checks = model_privacy_checks(fit, released=json.dumps(release)).set_index("check")
+    return checks.loc["P3", "verdict"], checks.loc["P3", "result"]
+
+
+def test_the_release_of_a_crowded_study_passes_p3(pheno):
+    fit, release = pheno
+    visits = [t for _, t in release["endpoints"]["DV"]["visits"]]
+    doses = [d["time"] for d in release["arms"][0]["doses"]]
+    assert 139.0 in visits and {140.0, 141.0} <= set(doses)  # the run at 140 h
+    assert _p3(fit, release) == ("pass", "none")
+
+
+def test_p3_fails_a_time_given_a_figure_the_order_does_not_need(pheno):
+    fit, release = pheno
+    edited = copy.deepcopy(release)
+    # The visit's median time at four figures: one patient's observation time.
+    position = [t for _, t in edited["endpoints"]["DV"]["visits"]].index(139.0)
+    edited["endpoints"]["DV"]["visits"][position][1] = 142.2
+    verdict, result = _p3(fit, edited)
+    assert verdict == "FAIL"
+    assert f"DV visit {position + 1} of period 0: time 142.2 is not the time rule's 139" in result
+    assert "carries figures the order does not need" in result
+
+
+def test_p3_fails_a_dose_time_off_the_rule(pheno):
+    fit, release = pheno
+    edited = copy.deepcopy(release)
+    dose = next(d for d in edited["arms"][0]["doses"] if d["time"] == 141.0)
+    dose["time"] = 142.0  # in the cell and in order, but not the rule's place
+    verdict, result = _p3(fit, edited)
+    assert verdict == "FAIL"
+    assert (
+        f"arm 1 dose {dose['index']} of period 0: time 142.0 is not the time rule's 141" in result
+    )
+
+
+def test_a_schedule_that_five_figures_cannot_order_is_refused():
+    # The single-value rule moved the third time's two-figure value below the fourth's: the
+    # run of the first three takes 99.9 to 101 h, and nothing reading 60 lies above it.
+    points = [(0, 1.0, 100.0), (0, 2.0, 100.0), (0, 3.0, 50.0), (0, 4.0, 60.0)]
+    with pytest.raises(ValueError, match=r"time 4 of period 0 .*MAX_TIME_FIGURES"):
+        _ordered_times(points)
+    assert _ordered_times(points[:3]) == [99.9, 100.0, 101.0]
