@@ -481,14 +481,22 @@ def _excess_figures(value: object, limit: int, where: str) -> list[str]:
 
 
 def _held_by_few(
-    value: object, values: object, owners: object, where: str, limit: int, source: _Source
+    value: object,
+    values: object,
+    owners: object,
+    where: str,
+    limit: int,
+    source: _Source,
+    *,
+    at: int | None = None,
 ) -> list[str]:
-    """The problem, if any, that ``value`` at its precision (at least ``limit`` figures) is the
-    value of one to ``k - 1`` patients."""
+    """The problem, if any, that ``value`` at its precision (at least ``limit`` figures; or
+    at ``at`` figures, where given) is the value of one to ``k - 1`` patients."""
     if not is_number(value) or len(values) == 0:
         return []
-    precision = max(limit, figures_in(value))
-    holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
+    precision = at or max(limit, figures_in(value))
+    reading = float(round_significant(value, precision))
+    holders = _holders(np.asarray(values, float), np.asarray(owners), reading, precision)
     if 0 < holders < source.min_arm_patients:
         return [f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"]
     return []
@@ -638,13 +646,16 @@ def _p3_doses(released: dict, source: _Source) -> list[str]:
                 value, limit = dose.get(key), RELEASED_FIGURES["time"]
                 most = MOST_TIME_FIGURES if key == "time" else limit
                 problems += _excess_figures(value, most, f"{where}: {key}")
+                # A time's figures past two place it among its neighbours (the time rule): the
+                # single-value rule judges what it says of the patients, its two figures.
                 problems += _held_by_few(
-                    _time_reading(value) if key == "time" else value,
+                    value,
                     doses[key],
                     dose_owners,
                     f"{where}: {key}",
                     limit,
                     source,
+                    at=limit if key == "time" else None,
                 )
     return problems
 
@@ -662,17 +673,9 @@ def _p3_endpoints(released: dict, source: _Source) -> list[str]:
             if isinstance(visit, list) and len(visit) == 2:
                 where, limit = f"{name} visit time", RELEASED_FIGURES["time"]
                 problems += _excess_figures(visit[1], MOST_TIME_FIGURES, where)
-                reading = _time_reading(visit[1])
-                problems += _held_by_few(reading, times, owners, where, limit, source)
+                problems += _held_by_few(visit[1], times, owners, where, limit, source, at=limit)
         problems += _loq_problems(name, endpoint.get("loq"), source)
     return problems
-
-
-def _time_reading(value: object) -> object:
-    """A released time at two figures: a time past two carries in its further figures only
-    its place among its neighbours (the time rule, :func:`_rule_times`), so that the
-    single-value rule judges what it says of the patients, its two-figure value."""
-    return float(round_significant(value, RELEASED_FIGURES["time"])) if is_number(value) else value
 
 
 def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
@@ -1240,7 +1243,10 @@ def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
             )
         ]
         # The times are judged one by one (_rule_time_problems); here the visits themselves.
-        shown = [v[0] if isinstance(v, list) and len(v) == 2 else v for v in endpoint["visits"]]
+        shown = [
+            v[0] if isinstance(v, list) and len(v) == 2 else v
+            for v in as_sequence(endpoint.get("visits"))
+        ]
         if not isinstance(endpoint.get("visits"), list) or shown != [p for p, _ in expected]:
             problems.append(
                 f"{name} visits {endpoint.get('visits')} are not the source's {expected}"
