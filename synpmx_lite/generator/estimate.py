@@ -24,11 +24,13 @@ says which checks those are.
   the nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
   planned doses where patients' doses differ are the arm mean at two figures, durations are
   medians at two figures, and dose and visit times are medians (a visit with a nominal time:
-  that time) at the fewest figures, at least two, that keep every distinct dose and visit time
-  of a period distinct and in order (two figures merge a trough, the dose and the next peak
-  past 1,000 h; a release that would need more than :data:`MAX_TIME_FIGURES` is refused),
-  each moved to the nearest value on its grid that no patient, or at least ``min_arm_patients``,
-  hold (:func:`synpmx_lite.generator.protections.protected_value`).
+  that time) at two figures, each moved to the nearest value on its grid that no patient, or
+  at least ``min_arm_patients``, hold
+  (:func:`synpmx_lite.generator.protections.protected_value`). Where two figures would merge
+  or swap distinct times of a period (a trough, the dose and the next peak past 1,000 h),
+  those times are released as increasing numbers on a finer grid of one two-figure cell,
+  placed by their order alone, so that no figure past two carries a patient's time (a study
+  whose times that leaves out of order within :data:`MAX_TIME_FIGURES` is refused).
 * **Threshold** (P3, P4). At least ``min_arm_patients`` patients behind every frequency, on both
   sides: arms, visits, endpoints and planned doses are kept only where that many reached them;
   the released cohort is the patients of the kept arms, so that the cohort size is the sum of
@@ -120,8 +122,8 @@ __all__ = [
 ]
 
 
-#: The most significant figures a released dose or visit time may carry: a study whose distinct
-#: times stay apart only at more (visits minutes apart days into the study) is refused.
+#: The most significant figures a released dose or visit time may carry: a study whose crowded
+#: times cannot be put in order within one two-figure cell at this many is refused.
 MAX_TIME_FIGURES = 5
 
 #: The reference weight of a study where no weight at one figure is shared by enough patients:
@@ -665,10 +667,10 @@ def _endpoint_release(fit: ModelFit, cohort: np.ndarray, release_time: TimeRule)
     return released
 
 
-def _crowded_runs(period: pd.DataFrame) -> list[np.ndarray]:
+def _crowded_runs(period: pd.DataFrame) -> tuple[list[np.ndarray], pd.DataFrame]:
     """A period's distinct centres, sorted, in runs: neighbours whose two-figure values meet
     or pass each other (or one centre given two values) share a run; every other centre is a
-    run of its own."""
+    run of its own. Also each centre's smallest and largest two-figure value."""
     spans = period.groupby("center")["released"].agg(["min", "max"])  # sorted by center
     clash = spans["max"].to_numpy()[:-1] >= spans["min"].to_numpy()[1:]
     starts = np.flatnonzero(np.r_[True, ~clash])
@@ -696,9 +698,9 @@ def _spread(anchor: float, count: int, above: float, period: int, center: float)
             first = int(np.clip(first, 0, values.size - count))
             return [float(v) for v in values[first : first + count]]
     raise ValueError(
-        f"time {center:g} of period {period} stays apart from its neighbours only at more "
-        f"than {MAX_TIME_FIGURES} significant figures (MAX_TIME_FIGURES): the study cannot "
-        "be released"
+        f"times from {center:g} of period {period} cannot be put in order above the period's "
+        f"earlier times within one two-figure cell at {MAX_TIME_FIGURES} significant figures "
+        "or fewer (MAX_TIME_FIGURES): the study cannot be released"
     )
 
 
@@ -905,8 +907,8 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     ------
     ValueError
         No arm has ``min_arm_patients`` patients: there is no cohort to release; or the
-        study's distinct dose and visit times need more than :data:`MAX_TIME_FIGURES`
-        significant figures to stay apart.
+        study's crowded dose and visit times cannot be released in order at
+        :data:`MAX_TIME_FIGURES` significant figures or fewer (the time and period are named).
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")

@@ -171,6 +171,6 @@ def test_a_schedule_that_five_figures_cannot_order_is_refused():
     # The single-value rule moved the third time's two-figure value below the fourth's: the
     # run of the first three takes 99.9 to 101 h, and nothing reading 60 lies above it.
     points = [(0, 1.0, 100.0), (0, 2.0, 100.0), (0, 3.0, 50.0), (0, 4.0, 60.0)]
-    with pytest.raises(ValueError, match=r"time 4 of period 0 .*MAX_TIME_FIGURES"):
+    with pytest.raises(ValueError, match=r"times from 4 of period 0 .*MAX_TIME_FIGURES"):
         _ordered_times(points)
     assert _ordered_times(points[:3]) == [99.9, 100.0, 101.0]
