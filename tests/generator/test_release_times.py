@@ -155,6 +155,18 @@ def test_p3_fails_a_time_given_a_figure_the_order_does_not_need(pheno):
     assert "carries figures the order does not need" in result
 
 
+def test_p3_fails_an_uncrowded_time_given_figures(pheno):
+    fit, release = pheno
+    edited = copy.deepcopy(release)
+    assert edited["endpoints"]["DV"]["visits"][1] == [0, 74.0]
+    # The visit's median, 73.8 h, at four figures under the single-value rule: the checks
+    # before the time rule was recomputed judged it at its own figures and passed it.
+    edited["endpoints"]["DV"]["visits"][1][1] = 73.79
+    verdict, result = _p3(fit, edited)
+    assert verdict == "FAIL"
+    assert "DV visit 2 of period 0: time 73.79 is not the time rule's 74 (it carries" in result
+
+
 def test_p3_fails_a_dose_time_off_the_rule(pheno):
     fit, release = pheno
     edited = copy.deepcopy(release)
