@@ -50,7 +50,16 @@ def known_fingerprint(n=12, **changes):
             {
                 "arm": "all",
                 "patients": n,
-                "doses": [{"period": 0, "index": 0, "time": 0.0, "amount": 100.0, "duration": 0.0}],
+                "doses": [
+                    {
+                        "period": 0,
+                        "index": 0,
+                        "time": 0.0,
+                        "amount": 100.0,
+                        "duration": 0.0,
+                        "route": "iv",
+                    }
+                ],
                 "keep": {},
             }
         ],

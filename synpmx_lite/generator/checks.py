@@ -136,7 +136,7 @@ _VOCABULARY_KEYS = {
     "model": ("compartments", "route", "lag"),
     "summary": ("geometric_mean", "sdlog"),
     "arm": ("arm", "patients", "doses", "keep"),
-    "dose": ("period", "index", "time", "amount", "duration"),
+    "dose": ("period", "index", "time", "amount", "duration", "route"),
     "endpoint": ("attendance", "visits", "loq"),
     "checks": ("P4", "P5"),
     "pd": ("shape", "baseline", "baseline_sd", "parameters", "residual"),
@@ -378,6 +378,8 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
             return label in _VOCABULARY_KEYS["dose"]
         return False
     if path == ("model", "route"):
+        return label in ("oral", "iv")
+    if head == "arms" and depth == 5 and path[4] == "route":
         return label in ("oral", "iv")
     if path == ("error",):
         return label in ERROR_MODELS
@@ -1131,8 +1133,8 @@ def _run_values(anchor: float, count: int, above: float) -> list[float] | None:
 
 
 def _dose_groups(released: dict, source: _Source) -> list[tuple[int, list]]:
-    """Each released arm's planned doses that ``k`` patients reached: ``(period, median
-    time)``, in the release's order."""
+    """Each released arm's planned doses that ``k`` patients reached by one route:
+    ``(period, median time)``, in the release's order."""
     study = source.study
     doses = study.doses.assign(
         arm=study.arms.to_numpy()[study.doses["patient"]],
@@ -1145,7 +1147,7 @@ def _dose_groups(released: dict, source: _Source) -> list[tuple[int, list]]:
         planned = [
             (int(period), float(group["time"].median()))
             for (period, _), group in doses[doses["arm"] == arm].groupby(["period", "index"])
-            if group["patient"].nunique() >= source.min_arm_patients
+            if _majority_route(group, source.min_arm_patients) is not None
         ]
         groups.append((i, planned))
     return groups
@@ -1386,7 +1388,8 @@ def _recomputed_arms(released: dict, source: _Source, arm_times: list) -> list[s
         shown, expected = as_mapping(shown), []
         times = arm_times[i] if i < len(arm_times) else []
         for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
-            if group["patient"].nunique() < k:
+            route = _majority_route(group, k)
+            if route is None:
                 continue
             amounts = group["amount"]
             amount = (
@@ -1408,6 +1411,7 @@ def _recomputed_arms(released: dict, source: _Source, arm_times: list) -> list[s
                         source,
                         positive=False,
                     ),
+                    "route": route,
                 }
             )
         if _untimed(shown.get("doses")) != _untimed(expected):
@@ -1421,6 +1425,15 @@ def _recomputed_arms(released: dict, source: _Source, arm_times: list) -> list[s
 def _untimed(doses: object) -> list:
     """Planned doses without their times (which the time rule's check names one by one)."""
     return [{k: v for k, v in as_mapping(d).items() if k != "time"} for d in as_sequence(doses)]
+
+
+def _majority_route(group: pd.DataFrame, k: int) -> str | None:
+    """The route most of a planned dose's patients took (the depot's on a tie), or None where
+    fewer than ``k`` took it."""
+    iv = group.loc[group["central"], "patient"].nunique()
+    oral = group.loc[~group["central"], "patient"].nunique()
+    most, route = (iv, "iv") if iv > oral else (oral, "oral")
+    return route if most >= k else None
 
 
 def _recomputed_keep(i: int, arm: object, keep: dict, source: _Source) -> list[str]:

@@ -100,6 +100,7 @@ from .influence import (
 )
 from .ledger import P6_QUESTION, between_releases
 from .protections import (
+    dose_route,
     few_values,
     folded_counts,
     identifier_like,
@@ -551,8 +552,9 @@ def _arms_kept(fit: ModelFit) -> list:
 
 
 def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
-    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached,
-    their times released by ``release_time``."""
+    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached by
+    the same route (:func:`~synpmx_lite.generator.protections.dose_route`), their times released
+    by ``release_time``."""
     study, threshold = fit.study, fit.min_arm_patients
     doses = study.doses.copy()
     doses["arm"] = study.arms.to_numpy()[doses["patient"]]
@@ -573,7 +575,9 @@ def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
     for position, arm in enumerate(arms):
         planned = []
         for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
-            if group["patient"].nunique() < threshold:
+            routes = np.where(group["central"], "iv", "oral")
+            route = dose_route(routes, group["patient"], min_patients=threshold)
+            if route is None:
                 continue
             amounts = group["amount"]
             amount = (
@@ -590,6 +594,7 @@ def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
                     ),
                     "amount": amount,
                     "duration": protected(group["duration"].median(), "duration", 2),
+                    "route": route,
                 }
             )
         released.append(
@@ -908,7 +913,9 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     ValueError
         No arm has ``min_arm_patients`` patients: there is no cohort to release; or the
         study's crowded dose and visit times cannot be released in order at
-        :data:`MAX_TIME_FIGURES` significant figures or fewer (the time and period are named).
+        :data:`MAX_TIME_FIGURES` significant figures or fewer (the time and period are named);
+        or the PK fit's correlated pair (``correlated``) has a correlation that one
+        significant figure rounds to +-1.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
@@ -920,6 +927,7 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         )
     cohort = np.flatnonzero(fit.study.arms.isin(arms).to_numpy())
     pk = fit.pk
+    _check_released_correlation(pk)
     continuous, categories, reference = _covariate_release(fit, cohort)
     pk_fields = {
         "model": dataclasses.asdict(pk.model) if pk else None,
@@ -1074,15 +1082,28 @@ def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
     )
 
 
+def _check_released_correlation(pk: PopulationFit | None) -> None:
+    """Refuse a correlation that one significant figure would release as +-1: the schema
+    admits only (-1, 1), and an estimate that close to 1 says the two etas are one."""
+    for pair, rho in ({} if pk is None else pk.correlation).items():
+        if abs(_round(rho, 1)) >= 1:
+            raise ValueError(
+                f"the fit's correlation of {pair} ({rho:.4g}, correlated={pk.correlated}) rounds "
+                f"to {_round(rho, 1):g} at one significant figure, and a released correlation "
+                "must lie inside (-1, 1): the two random effects move as one; fit without "
+                "correlated, or with a random effect on one of them only"
+            )
+
+
 def release_refusal(study: StudyEvents) -> str | None:
     """Why the generator cannot release ``study`` at all, or None where it can.
 
-    Doses into the central compartment under an oral model (a study that mixes IV and oral
-    doses, ``roles.cmt`` 2) are refused: the fingerprint's doses carry no route, so its
-    synthetic IV doses would be given orally. So are observations below the limit of
-    quantification (``roles.cens`` 1): the engine fits them by Beal's M3, but the
-    fingerprint releases no limit, so that its synthetic concentrations would never be
-    censored and the checks could not judge the share below it.
+    Observations below the limit of quantification (``roles.cens`` 1) are refused: the engine
+    fits them by Beal's M3, but the fingerprint releases no limit, so that its synthetic
+    concentrations would never be censored and the checks could not judge the share below
+    it. So are steady-state doses (``roles.ss`` 1), which the fingerprint's planned doses cannot
+    express. Doses into the central compartment under an oral model (``roles.cmt`` 2) are
+    released, with their route.
     """
     if study.obs_censored is not None:
         return (
@@ -1097,12 +1118,7 @@ def release_refusal(study: StudyEvents) -> str | None:
             "releases each dose alone, so its synthetic patients would miss the doses before "
             "the steady state; such a study cannot be released yet"
         )
-    if study.dose_central is None:
-        return None
-    return (
-        "data has doses into the central compartment (roles.cmt 2) under an oral model: "
-        "the fingerprint releases no dose route, so such a study cannot be released yet"
-    )
+    return None
 
 
 def _refused_row(name: str, study: StudyEvents, refusal: str) -> dict:

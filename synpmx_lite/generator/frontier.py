@@ -11,9 +11,11 @@ The private releases are stored too, as their JSON: OpenDP's samplers cannot be 
 recomputation draws other releases; everything downstream of a release (the synthetic studies
 and their refits) is seeded, and a test refits stored releases to check the stored refits.
 Each study is computed in its own process (:data:`WORKERS` at once, the largest first) with
-seeds fixed by study, precision, epsilon and draw, so the arrays do not depend on the
-scheduling. ``benchmarks/bench_frontier.py`` extrapolates the default settings to about 470 s
-of CPU per worker (36 s per draw), about 8 minutes on an idle machine of two cores.
+seeds fixed by precision, epsilon and draw: not by study, so every study uses the same seeds
+(``seed + p`` for the ``p``-th precision, ``seed + 100 (e + 1) + draw`` for draw ``draw`` at
+the ``e``-th epsilon), and the arrays depend neither on the scheduling nor on which other
+studies are computed. ``benchmarks/bench_frontier.py`` extrapolates the default settings to
+about 470 s of CPU per worker (36 s per draw), about 8 minutes on an idle machine of two cores.
 
 Twelve private releases per epsilon, each with one synthetic study: the synthetic studies of
 one release share its noise, so with ``D`` releases of ``R`` studies the mean's variance is
@@ -72,6 +74,7 @@ DEFAULT_SETTINGS: dict = {
         "wbcSim",
         "mad_sim",
         "pkpd_sim",
+        "mixroute_sim",
         "onc_sim",
     ],
     "estimation_seed": 1,

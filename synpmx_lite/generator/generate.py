@@ -48,14 +48,16 @@ __all__ = ["synpmx_model_generate"]
 
 _COLUMNS = ("id", "time", "amt", "dv", "evid", "mdv", "rate", "dvid", "nominal_time", "arm")
 # NONMEM items written only where the source's roles name them: no additional doses, no steady
-# state, every dose into the model's dosing compartment (1) and observations in the central one.
+# state, each dose into the compartment of its released route and observations in the central
+# one.
 _NONMEM_COLUMNS = ("addl", "ii", "ss", "cmt")
 
 
-def _column_names(fit: ModelFit | None) -> dict[str, str]:
-    """Output columns and their names: the source's (from its roles) for a fit."""
+def _column_names(fit: ModelFit | None, routes: bool) -> dict[str, str]:
+    """Output columns and their names: the source's (from its roles) for a fit; for a
+    fingerprint alone, ``cmt`` too where ``routes`` (IV doses under an oral model)."""
     if fit is None:
-        return {c: c for c in _COLUMNS}
+        return {c: c for c in _COLUMNS + (("cmt",) if routes else ())}
     names: dict[str, str] = {}
     for column in _COLUMNS + _NONMEM_COLUMNS:
         name = getattr(fit.roles, column)
@@ -119,21 +121,24 @@ def _random_effects(fingerprint: Fingerprint, model, n: int, rng: np.random.Gene
 
 
 def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator):
-    """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied."""
+    """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied: time,
+    amount, duration, period, and whether the dose is an IV dose under an oral model."""
     arms = fingerprint.arms
     width = max(len(arm["doses"]) for arm in arms)
     fields = ("time", "amount", "duration", "period")
-    planned = np.zeros((len(arms), 4, width))
+    planned = np.zeros((len(arms), 5, width))
+    oral_model = fingerprint.model is not None and fingerprint.model["route"] == "oral"
     for a, arm in enumerate(arms):
         for k, dose in enumerate(arm["doses"]):
-            planned[a, :, k] = [dose[f] for f in fields]
-    time, amount, duration, period = (planned[arm_of, i] for i in range(4))
+            central = oral_model and dose["route"] == "iv"
+            planned[a, :, k] = [*(dose[f] for f in fields), central]
+    time, amount, duration, period, central = (planned[arm_of, i] for i in range(5))
     count = np.array([len(arm["doses"]) for arm in arms])[arm_of]
     changed = rng.random(arm_of.size) < fingerprint.dose_change_rate
     start = np.floor(rng.random(arm_of.size) * count).astype(int)
     halve = changed[:, None] & (np.arange(width)[None, :] >= start[:, None])
     amount = np.where(halve, amount / 2, amount)
-    return time, amount, duration, period.astype(int)
+    return time, amount, duration, period.astype(int), central.astype(bool)
 
 
 def _attendance(dosed: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
@@ -242,7 +247,7 @@ def _pk_observations(
 ) -> pd.DataFrame:
     """Synthetic observations of the PK endpoint at its released visits."""
     model = fingerprint.pk_model
-    dose_time, dose_amount, dose_duration, dose_period = doses_of
+    dose_time, dose_amount, dose_duration, dose_period, dose_central = doses_of
     n = ids.size
     endpoint = fingerprint.endpoints[fingerprint.pk_endpoint]
     visits = np.array(endpoint["visits"], dtype=float).reshape(-1, 2)
@@ -266,6 +271,7 @@ def _pk_observations(
         times,
         dose_period=dose_period,
         time_period=periods,
+        dose_central=dose_central if dose_central.any() else None,
     )
     residual = fingerprint.residual
     sd = np.sqrt(residual.get("additive", 0.0) ** 2 + (residual.get("proportional", 0.0) * f) ** 2)
@@ -319,9 +325,9 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         typical = np.array([fingerprint.typical[p] for p in model.parameters])
         eta = _random_effects(fingerprint, model, n, rng)
         theta = typical * np.exp(_covariate_shift(fingerprint, covariates, model) + eta)
-    dose_time, dose_amount, dose_duration, dose_period = _dose_table(fingerprint, arm_of, rng)
+    doses_of = _dose_table(fingerprint, arm_of, rng)
+    dose_time, dose_amount, dose_duration, dose_period, dose_central = doses_of
     ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)
-    doses_of = (dose_time, dose_amount, dose_duration, dose_period)
     observations = (
         _pk_observations(fingerprint, theta, ids, doses_of, rng)
         if model is not None
@@ -351,6 +357,8 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
             "evid": 1,
             "rate": dose_amount[given] / np.where(given_duration > 0, given_duration, np.inf),
             "patient": patient_dose,
+            # NONMEM's compartments: the depot (1) of an oral model, or its central one (2)
+            "cmt": np.where(dose_central[given], 2, 1),
         }
     )
     doses["dvid"] = fingerprint.pk_endpoint or ""
@@ -364,7 +372,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     table[["addl", "ii", "ss"]] = 0
     oral = fingerprint.model is not None and fingerprint.model["route"] == "oral"
     observed_in = 2 if oral else 1  # NONMEM's central compartment of the released model
-    table["cmt"] = np.where(table["evid"] == 1, 1, observed_in)
+    table["cmt"] = np.where(table["evid"] == 1, table["cmt"], observed_in).astype(int)
     table["nominal_time"] = table["time"]
     table["arm"] = arm_labels[table["patient"].to_numpy()]
     for name, values in covariates.items():
@@ -374,6 +382,6 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         values = np.array([arm["keep"].get(column) for arm in fingerprint.arms], dtype=object)
         keep[column] = values[arm_of][table["patient"].to_numpy()]
     table = table.assign(**keep)
-    names = _column_names(source)
+    names = _column_names(source, bool(dose_central.any()))
     columns = list(names) + list(covariates) + list(keep)
     return table[columns].rename(columns=names).reset_index(drop=True)

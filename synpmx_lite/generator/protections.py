@@ -23,6 +23,10 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   such a number is moved to the nearest value on the same grid that nobody, or enough patients,
   hold (:func:`protected_value`). The SDC analogue is the threshold rule for magnitude tables: a
   cell value must not be attributable to fewer than ``k`` contributors.
+* **A planned dose's route is the arm's** (the threshold rule, verified by P3): a planned dose
+  is released with the route (``"iv"`` or ``"oral"``) most of the patients who reached it took,
+  where at least ``min_patients`` took it (:func:`dose_route`); otherwise the dose is not
+  planned. A study mixing IV and oral doses within one arm is released as the arm's majority.
 * **Trimmed summaries on enough patients** (the trimming, verified by P3): the trimmed mean and
   SD rest on at least ``min_patients`` patients once the extremes are set aside (at least one at
   each end), or are withheld. With 4 patients the core would hold 2, and its mean and SD give
@@ -75,6 +79,7 @@ __all__ = [
     "CODE_VALUES",
     "IDENTIFIER_SHARE",
     "TRIM",
+    "dose_route",
     "few_values",
     "fold_categories",
     "identifier_like",
@@ -511,3 +516,41 @@ def protected_value(
 def _grid_unit(value: float, figures: int) -> float:
     """One unit of the last of ``figures`` significant figures at ``value`` (positive)."""
     return 10.0 ** (math.floor(math.log10(value)) - figures + 1)
+
+
+# --- The route of a planned dose ----------------------------------------------------------------
+
+
+def dose_route(routes: object, owners: object, *, min_patients: int) -> str | None:
+    """The route to release a planned dose with: the one most of its patients took.
+
+    Parameters
+    ----------
+    routes : array_like of str
+        Each source dose's route, ``"iv"`` (into the central compartment) or ``"oral"``.
+    owners : array_like
+        The patient each dose belongs to.
+    min_patients : int
+        The fewest patients a released route may describe.
+
+    Returns
+    -------
+    str or None
+        The route the most patients took (``"oral"`` on a tie: the depot, the model's own),
+        or None where fewer than ``min_patients`` took it, and the dose is not planned.
+
+    Examples
+    --------
+    >>> dose_route(["iv", "iv", "iv", "oral"], [0, 1, 2, 3], min_patients=3)
+    'iv'
+    >>> dose_route(["iv", "iv", "oral", "oral"], [0, 1, 2, 3], min_patients=3) is None
+    True
+    """
+    routes = np.asarray(routes, dtype=object)
+    owners = np.asarray(owners)
+    if routes.shape != owners.shape or not set(routes) <= {"iv", "oral"}:
+        raise ValueError("routes must be 'iv' or 'oral', one per owner")
+    min_patients = check_count(min_patients, "min_patients")
+    held = {route: np.unique(owners[routes == route]).size for route in ("oral", "iv")}
+    route = max(held, key=held.get)  # "oral" first: it wins a tie
+    return route if held[route] >= min_patients else None

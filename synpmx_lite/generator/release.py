@@ -66,9 +66,11 @@ OPTIONAL_FIELDS = ("effects", "correlation")
 VERDICTS = ("pass", "review", "FAIL")
 
 _MODEL_KEYS = ("compartments", "route", "lag")
+# A planned dose's route: into the central compartment ("iv") or the depot ("oral").
+_DOSE_ROUTES = ("iv", "oral")
 _SUMMARY_KEYS = ("geometric_mean", "sdlog")
 _ARM_KEYS = ("arm", "patients", "doses", "keep")
-_DOSE_KEYS = ("period", "index", "time", "amount", "duration")
+_DOSE_KEYS = ("period", "index", "time", "amount", "duration", "route")
 _ENDPOINT_KEYS = ("attendance", "visits", "loq")
 _CHECK_KEYS = ("P4", "P5")
 _PD_KEYS = ("shape", "baseline", "baseline_sd", "parameters", "residual")
@@ -283,8 +285,11 @@ def _schema(released: object) -> _Schema:
             schema.level_pairs(pairs, f"categories.{name}", schema.level)
     if "reference_weight" in released and released["reference_weight"] is not None:
         schema.number(released["reference_weight"], "reference_weight", open_low=True)
+    model = released.get("model")
+    # An IV model has no depot: every dose enters the central compartment.
+    routes = ("iv",) if isinstance(model, dict) and model.get("route") == "iv" else _DOSE_ROUTES
     for i, arm in enumerate(schema.items(released.get("arms", []), "arms")):
-        _check_arm(schema, f"arms[{i}]", arm)
+        _check_arm(schema, f"arms[{i}]", arm, routes)
     if "dose_change_rate" in released:
         schema.number(released["dose_change_rate"], "dose_change_rate", high=1.0)
     if "endpoints" in released and schema.names(released["endpoints"], "endpoints"):
@@ -438,8 +443,9 @@ def _check_covariate(schema: _Schema, path: str, summary: object) -> None:
         schema.number(summary.get("sdlog"), f"{path}.sdlog")
 
 
-def _check_arm(schema: _Schema, path: str, arm: object) -> None:
-    """One arm: its label, size, keep columns' values and planned doses."""
+def _check_arm(schema: _Schema, path: str, arm: object, routes: tuple) -> None:
+    """One arm: its label, size, keep columns' values and planned doses (their route one of
+    ``routes``)."""
     if not schema.keys(arm, path, _ARM_KEYS):
         return
     schema.text(arm.get("arm"), f"{path}.arm")
@@ -458,6 +464,7 @@ def _check_arm(schema: _Schema, path: str, arm: object) -> None:
             schema.number(dose.get("time"), f"{where}.time")
             schema.number(dose.get("amount"), f"{where}.amount", open_low=True)
             schema.number(dose.get("duration"), f"{where}.duration")
+            schema.text(dose.get("route"), f"{where}.route", routes)
 
 
 def _check_endpoints(schema: _Schema, released: dict) -> None:
@@ -561,7 +568,8 @@ class Fingerprint:
     arms : list of dict
         Per arm kept: ``arm`` (the engine's label, ``"arm 1"``, ...), ``patients``, the
         planned ``doses``, each a dict of ``period``, ``index`` (the dose's place in its
-        period), ``time``, ``amount`` and ``duration``, and ``keep``: each keep column's
+        period), ``time``, ``amount``, ``duration`` and ``route`` (``"iv"`` into the central
+        compartment, ``"oral"`` into the depot of an oral model), and ``keep``: each keep column's
         value on the arm (null where fewer than three of the arm's patients hold it).
     dose_change_rate : float
         Share of patients given a dose unlike their previous one in the same period (0 where

@@ -110,13 +110,16 @@ def fingerprint_at(fit: ModelFit, figures: int | None) -> Fingerprint:
 
 def _synthetic_roles(roles: PmxRoles, fingerprint: Fingerprint) -> PmxRoles:
     """The source's roles renamed to the columns a fingerprint's synthetic data carry (no
-    NONMEM dose items: every synthetic dose goes into the model's dosing compartment)."""
+    NONMEM dose items but ``cmt``, where a released dose enters the central compartment of an
+    oral model)."""
+    routes = {dose["route"] for arm in fingerprint.arms for dose in arm["doses"]}
+    central = fingerprint.model is not None and fingerprint.model["route"] == "oral"
     return dataclasses.replace(
         roles,
         addl=None,
         ii=None,
         ss=None,
-        cmt=None,
+        cmt="cmt" if central and "iv" in routes else None,
         id="id",
         time="time",
         dv="dv",

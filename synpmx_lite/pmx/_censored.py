@@ -8,14 +8,21 @@ the probability that a measurement would have fallen below the limit,
 a^2 + b^2 f^2` (additive, proportional or combined), and on log concentrations :math:`f` and
 :math:`L` are logarithms under an additive error.
 
-The FOCE-I objective needs, per observation, the derivatives of the data term in :math:`f`
-up to the third (through the information's dependence on the modes) and their moves with the
-residual parameters. For a censored observation the first-order information
-:math:`w\,g g^\top` uses :math:`w = g''(z)\,(\partial z/\partial f)^2`, positive since
-:math:`\log\Phi` is concave: for additive error (:math:`\partial^2 z/\partial f^2 = 0`) it is
-the exact second derivative, Laplace's approximation of those terms as NONMEM's M3 with
-``LAPLACIAN`` and Ahn et al. (2008) use it; with a variance that moves with :math:`f` it is
-the Gauss-Newton part of it, which keeps the information positive definite.
+What is computed is the FOCE-I objective (``synpmx_lite.pmx.population``) with this term
+in place of the density: the modes minimise :math:`L_i(\eta)` with the exact term, and the
+Hessian in :math:`\log|H_i/2|` is FOCE-I's first-order one, :math:`H_i = \sum_j w_{ij}\,
+g_{ij} g_{ij}^\top + 2\Omega^{-1}`, for censored rows as for measured ones. A censored row's
+weight is :math:`w = g''(z)\,(\partial z/\partial f)^2`, positive since :math:`\log\Phi` is
+concave: the term's exact second derivative in :math:`f` under additive error
+(:math:`\partial^2 z/\partial f^2 = 0`), its Gauss-Newton part where the variance moves with
+:math:`f`. The terms in the curvature of the prediction, :math:`g'(z)\,\partial z/\partial f
+\;\partial^2 f/\partial\eta^2`, are left out, as FOCE-I leaves them out of the measured rows:
+this is not NONMEM's M3 under ``LAPLACIAN`` (Ahn et al. 2008), whose Hessian is the full
+second derivative in :math:`\eta`, and its OFV differs from that one by those terms.
+
+The objective needs, per observation, the derivatives of the data term in :math:`f` up to the
+third (through the information's dependence on the modes) and their moves with the residual
+parameters.
 
 With :math:`\lambda = \varphi(z)/\Phi(z)`: :math:`g' = -2\lambda`,
 :math:`g'' = 2\lambda(z + \lambda)`, :math:`g''' = -2\lambda[(z+\lambda)^2 - 1 +

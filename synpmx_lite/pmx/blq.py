@@ -68,11 +68,21 @@ def simulate_blq_study(
         The event table (columns ID, TIME, DV, AMT, EVID, CENS) and the keyword arguments of
         :func:`synpmx_lite.pmx.study.pmx_roles` that read it.
     """
+    n, error, lloq = _checked(n, error, lloq)
+    return _event_table(_drawn_values(n, error, check_rng(rng)), error, lloq)
+
+
+def _checked(n: object, error: object, lloq: object) -> tuple[int, str, float]:
     n = check_count(n, "n", minimum=3)
     error = _check_error(error)
     if not (isinstance(lloq, float | int) and np.isfinite(lloq) and lloq > 0):
         raise ValueError(f"lloq must be a positive number, got {lloq!r}")
-    rng = check_rng(rng)
+    return n, error, float(lloq)
+
+
+def _drawn_values(n: int, error: str, rng: np.random.Generator) -> np.ndarray:
+    """Each patient's values ``(n, samples)`` at the sampling times, before any censoring (on
+    the log scale for ``"log"``)."""
     model = PkModel(route="oral")
     typical = np.array([BLQ_TRUTH["typical"][p] for p in model.parameters])
     sd = np.array([BLQ_TRUTH["omega_sd"][p] for p in model.parameters])
@@ -84,13 +94,20 @@ def simulate_blq_study(
     residual = BLQ_TRUTH["residual"][error]
     noise = rng.standard_normal(f.shape)
     if error == "log":
-        dv = np.log(f) + residual["additive"] * noise
-        censored, limit = dv < np.log(lloq), np.log(lloq)
-    else:
-        scale = np.hypot(residual.get("additive", 0.0), residual.get("proportional", 0.0) * f)
-        dv = f + scale * noise
-        censored, limit = dv < lloq, lloq
+        return np.log(f) + residual["additive"] * noise
+    scale = np.hypot(residual.get("additive", 0.0), residual.get("proportional", 0.0) * f)
+    return f + scale * noise
+
+
+def _event_table(dv: np.ndarray, error: str, lloq: float | None) -> tuple[pd.DataFrame, dict]:
+    """The event table of drawn values and its roles: every value below ``lloq`` censored,
+    or none for ``lloq`` None (values below 0 then kept as measurements)."""
+    n = dv.shape[0]
+    log = error == "log"
+    limit = -np.inf if lloq is None else np.log(lloq) if log else lloq
+    censored = dv < limit
     dv = np.where(censored, limit, dv)
+    times = np.broadcast_to(np.asarray(_TIMES), dv.shape)
     columns = {
         "ID": np.repeat(np.arange(1, n + 1), len(_TIMES) + 1),
         "TIME": np.column_stack([np.zeros(n), times]).ravel(),
@@ -100,9 +117,11 @@ def simulate_blq_study(
         "CENS": np.column_stack([np.zeros(n), censored]).ravel().astype(int),
     }
     roles = dict(
-        id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", cens="CENS", model=model,
-        log_dv=error == "log",
+        id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", cens="CENS",
+        model=PkModel(route="oral"), log_dv=log,
     )  # fmt: skip
+    if lloq is None and not log:
+        roles["negative_dv"] = True  # additive noise draws some values below 0: measurements
     return pd.DataFrame(columns), roles
 
 
@@ -115,10 +134,10 @@ class BlqComparison:
     censored_share : float
         The share of the concentrations below the limit.
     estimates : pandas.DataFrame
-        Rows ``truth``, ``M3``, ``M1``; columns the typical values and the residual error's
-        components.
+        Rows ``truth``, ``M3``, ``M1`` (and ``uncensored`` where asked); columns the typical
+        values and the residual error's components.
     converged : dict
-        Whether each fit (``"M3"``, ``"M1"``) converged.
+        Whether each fit (``"M3"``, ``"M1"``, ``"uncensored"``) converged.
     """
 
     censored_share: float
@@ -133,24 +152,33 @@ def _m1_study(data: pd.DataFrame, roles: dict) -> StudyEvents:
 
 
 def compare_blq_methods(
-    *, n: int, lloq: float, error: str, rng: np.random.Generator | int
+    *, n: int, lloq: float, error: str, rng: np.random.Generator | int, uncensored: bool = False
 ) -> BlqComparison:
     """Simulate a censored study (:func:`simulate_blq_study`) and fit it by M3 and by M1.
 
     Parameters are those of :func:`simulate_blq_study`; the fits use the error model the data
-    were drawn with (additive on the log scale for ``"log"``).
+    were drawn with (additive on the log scale for ``"log"``). With ``uncensored`` the same
+    drawn values are fitted a third time with nothing censored (``"uncensored"``): the bias
+    the estimator has without a limit, against which M3's and M1's read.
 
     Returns
     -------
     BlqComparison
-        The share censored, and the estimates of both methods beside the truth.
+        The share censored, and the estimates of each method beside the truth.
     """
-    data, roles = simulate_blq_study(n=n, lloq=lloq, error=error, rng=rng)
+    n, error, lloq = _checked(n, error, lloq)
+    if not isinstance(uncensored, bool):
+        raise TypeError(f"uncensored must be a bool, got {uncensored!r}")
+    values = _drawn_values(n, error, check_rng(rng))
+    data, roles = _event_table(values, error, lloq)
     fit_error = "additive" if error == "log" else error
     fits = {
         "M3": fit_population(prepare_study(data, pmx_roles(**roles)), error=fit_error),
         "M1": fit_population(_m1_study(data, roles), error=fit_error),
     }
+    if uncensored:
+        whole, whole_roles = _event_table(values, error, None)
+        fits["uncensored"] = fit_population(_m1_study(whole, whole_roles), error=fit_error)
     truth = {**BLQ_TRUTH["typical"], **BLQ_TRUTH["residual"][error]}
     rows = {"truth": pd.Series(truth)}
     for name, fit in fits.items():

@@ -1,8 +1,8 @@
 r"""Residual diagnostics of a population PK fit: NONMEM's PRED, IPRED, WRES, CWRES and IWRES.
 
 For patient :math:`i` with observations :math:`y_i`, typical log parameters :math:`\mu`,
-between-subject covariance :math:`\Omega` (diagonal) and empirical Bayes random effects
-:math:`\hat\eta_i`:
+between-subject covariance :math:`\Omega` (diagonal, or with a correlated pair's 2 x 2 block)
+and empirical Bayes random effects :math:`\hat\eta_i`:
 
 * PRED :math:`f(\mu, 0)`, the typical patient's prediction; IPRED :math:`f(\mu, \hat\eta_i)`;
 * IWRES :math:`(y - \mathrm{IPRED}) / \sqrt{V(\mathrm{IPRED})}`, with :math:`V(f) = a^2 +
@@ -15,6 +15,10 @@ between-subject covariance :math:`\Omega` (diagonal) and empirical Bayes random 
   :math:`f(\mu, \hat\eta_i) - G \hat\eta_i` and the covariance
   :math:`G \Omega G^\top + \mathrm{diag}\,V(\mathrm{IPRED})`, with :math:`G` at
   :math:`\hat\eta_i` (the FOCE-I approximation the fit itself makes).
+
+Both are taken over a patient's measured observations only: a censored one (Beal's M3) and
+one left out of the likelihood enter neither :math:`y_i` nor the covariance, so that they do
+not move the measured rows' residuals.
 
 Under the model each patient's WRES and CWRES are near independent standard normals; WRES
 is known to be misleading under FOCE fits :cite:p:`hooker2007conditional`, so CWRES is the
@@ -64,7 +68,7 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
         log concentrations for ``roles.log_dv``), ``pred``, ``ipred``, ``res`` (DV - PRED),
         ``wres``, ``cwres`` and ``iwres``. An observation left out of the likelihood (an
         observed 0 under proportional error) and a censored one (Beal's M3, its ``dv`` the
-        limit) have NaN weighted residuals.
+        limit) have NaN ``res`` and weighted residuals, and enter no other row's.
     """
     _check_fit(fit)
     if not isinstance(study, StudyEvents):
@@ -79,9 +83,14 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
     pred, g0 = _predictions(problem, mu)
     ipred, g = _predictions(problem, mu + eta)
     a, b = (float(fit.residual.get(name, 0.0)) for name in ("additive", "proportional"))
-    omega = fit.omega.reindex(names, fill_value=0.0).to_numpy()
+    omega = _omega_matrix(fit)
     y = problem.y
+    measured = _measured(problem)
     linearised = ipred - np.einsum("ok,ok->o", g, eta[problem.patient])
+    weighted = {
+        "wres": (y - pred, g0, a**2 + b**2 * pred**2),
+        "cwres": (y - linearised, g, a**2 + b**2 * ipred**2),
+    }
     table = pd.DataFrame(
         {
             "id": study.ids[problem.patient],
@@ -89,17 +98,37 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
             "dv": y,
             "pred": pred,
             "ipred": ipred,
-            "res": y - pred,
-            "wres": _weighted(problem, y - pred, g0, omega, a**2 + b**2 * pred**2),
-            "cwres": _weighted(problem, y - linearised, g, omega, a**2 + b**2 * ipred**2),
-            "iwres": (y - ipred) / np.sqrt(a**2 + b**2 * ipred**2),
+            "res": np.where(measured, y - pred, np.nan),
+            **{
+                name: _weighted(problem, r, slope, omega, variance, measured)
+                for name, (r, slope, variance) in weighted.items()
+            },
+            "iwres": np.where(measured, (y - ipred) / np.sqrt(a**2 + b**2 * ipred**2), np.nan),
         }
     )
-    if problem.left_out is not None:
-        table.loc[problem.left_out, ["wres", "cwres", "iwres"]] = np.nan
-    if problem.censored is not None:  # M3: the dv is a limit, not a measurement
-        table.loc[problem.censored, ["wres", "cwres", "iwres"]] = np.nan
     return table
+
+
+def _measured(problem: _Problem) -> np.ndarray:
+    """The observations in the likelihood as measurements: not censored (M3, whose dv is a
+    limit) and not left out (an observed 0 under proportional error)."""
+    measured = np.ones(problem.y.size, dtype=bool)
+    for rows in (problem.left_out, problem.censored):
+        if rows is not None:
+            measured &= ~rows
+    return measured
+
+
+def _omega_matrix(fit: object) -> np.ndarray:
+    """The fit's between-subject covariance over every model parameter (model order): the
+    variances on the diagonal (0 for a parameter without an eta) and a correlated pair's
+    covariance :math:`\\rho\\,\\omega_a \\omega_b` off it."""
+    names = list(fit.model.parameters)
+    omega = np.diag(fit.omega.reindex(names, fill_value=0.0).to_numpy(dtype=float))
+    for pair, rho in fit.correlation.items():
+        a, b = (names.index(name) for name in pair.split(","))
+        omega[a, b] = omega[b, a] = rho * np.sqrt(omega[a, a] * omega[b, b])
+    return omega
 
 
 def _check_fit(fit: object) -> None:
@@ -140,23 +169,34 @@ def _predictions(problem: _Problem, log_theta: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _weighted(
-    problem: _Problem, r: np.ndarray, g: np.ndarray, omega: np.ndarray, variance: np.ndarray
+    problem: _Problem,
+    r: np.ndarray,
+    g: np.ndarray,
+    omega: np.ndarray,
+    variance: np.ndarray,
+    measured: np.ndarray,
 ) -> np.ndarray:
-    """Residuals ``r`` decorrelated patient by patient: ``L^{-1} r`` with ``L`` the Cholesky
-    factor of ``G Omega G' + diag(variance)`` (padded to one square block per patient)."""
-    slot = np.arange(r.size) - problem.patient_start[problem.patient]
-    width = int(slot.max()) + 1
+    """Residuals ``r`` decorrelated patient by patient over the ``measured`` rows: ``L^{-1} r``
+    with ``L`` the Cholesky factor of ``G Omega G' + diag(variance)`` (padded to one square
+    block per patient); NaN on the other rows, which enter no patient's block."""
+    rows = np.flatnonzero(measured)
+    patient = problem.patient[rows]
+    first = np.searchsorted(patient, np.arange(problem.n_patients))
+    slot = np.arange(rows.size) - first[patient]
+    width = int(slot.max(initial=0)) + 1
     shape = (problem.n_patients, width)
     padded_r = np.zeros(shape)
     padded_g = np.zeros((*shape, g.shape[1]))
     padded_v = np.ones(shape)
-    padded_r[problem.patient, slot] = r
-    padded_g[problem.patient, slot] = g
-    padded_v[problem.patient, slot] = variance
-    covariance = np.einsum("nak,k,nbk->nab", padded_g, omega, padded_g)
+    padded_r[patient, slot] = r[rows]
+    padded_g[patient, slot] = g[rows]
+    padded_v[patient, slot] = variance[rows]
+    covariance = np.einsum("nak,kl,nbl->nab", padded_g, omega, padded_g)
     covariance[:, np.arange(width), np.arange(width)] += padded_v
     factor = np.linalg.cholesky(covariance)
-    return np.linalg.solve(factor, padded_r[..., None])[..., 0][problem.patient, slot]
+    out = np.full(r.size, np.nan)
+    out[rows] = np.linalg.solve(factor, padded_r[..., None])[..., 0][patient, slot]
+    return out
 
 
 def visual_predictive_check(
@@ -249,10 +289,8 @@ def _simulated_studies(
     fit: object, problem: _Problem, replicates: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(replicates, observations)`` values simulated from the fit, and the PRED."""
-    names = list(fit.model.parameters)
     mu = _typical_log_values(fit)
-    eta = rng.standard_normal((replicates, problem.n_patients, len(names)))
-    log_theta = mu + eta * np.sqrt(fit.omega.reindex(names, fill_value=0.0).to_numpy())
+    log_theta = mu + _random_effects(fit, (replicates, problem.n_patients), rng)
     with np.errstate(all="ignore"):
         f = _sensitivities(fit.model, problem.dosing, log_theta, 0)[0]
         pred = _sensitivities(fit.model, problem.dosing, mu, 0)[0]
@@ -261,6 +299,16 @@ def _simulated_studies(
     a, b = (float(fit.residual.get(name, 0.0)) for name in ("additive", "proportional"))
     noise = np.sqrt(a**2 + b**2 * f**2) * rng.standard_normal(f.shape)
     return f + noise, pred
+
+
+def _random_effects(fit: object, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Random effects ``(*shape, parameters)`` drawn from :math:`N(0, \\Omega)`, the fit's
+    full Omega (a correlated pair's covariance too); 0 for a parameter without an eta."""
+    omega = _omega_matrix(fit)
+    random = np.flatnonzero(np.diag(omega) > 0)
+    root = np.zeros_like(omega)
+    root[np.ix_(random, random)] = np.linalg.cholesky(omega[np.ix_(random, random)])
+    return rng.standard_normal((*shape, omega.shape[0])) @ root.T
 
 
 def _time_bins(time: np.ndarray, bins: int) -> np.ndarray:

@@ -75,11 +75,13 @@ change with the units. Such a fit is reported as not converged.
 minus twice the log-probability of a value below the limit, to :math:`L_i(\eta)` in place of
 its normal term, in the modes and in the OFV alike, under every error model (Beal 2001;
 Ahn et al. 2008). In :math:`H_i` its weight is :math:`g''(z)(\partial z/\partial f)^2`
-(``synpmx_lite.pmx._censored``): the exact second derivative under additive error
-(Laplace's approximation of those terms, as NONMEM's M3 with ``LAPLACIAN``), its
-Gauss-Newton part where :math:`V` moves with :math:`f`. The OFV is then minus twice the
-log-likelihood less :math:`\log 2\pi` for each uncensored observation only. A study
-without censored observations runs exactly the arithmetic it ran before.
+(``synpmx_lite.pmx._censored``): the term's exact second derivative in :math:`f` under
+additive error, its Gauss-Newton part where :math:`V` moves with :math:`f`. This is FOCE-I
+with the M3 likelihood, not NONMEM's M3 under ``LAPLACIAN``: the first-order :math:`H_i`
+leaves out the prediction's curvature in :math:`\eta` for censored rows as for measured ones.
+The OFV is then minus twice the log-likelihood less :math:`\log 2\pi` for each uncensored
+observation only. A study without censored observations runs exactly the arithmetic it ran
+before.
 
 **Method.**
 
@@ -118,7 +120,8 @@ The objective, the modes and their derivatives are computed in the private modul
   (:math:`\mathrm{SE}(\theta) = \theta\, \mathrm{SE}(\log\theta)`), so that the relative
   standard error is :math:`100\,\mathrm{SE}(\log\theta)` %.
 * Diagnostics: a fit is ``converged`` only when no parameter sits at a bound, no
-  between-subject SD has collapsed to its floor, every mode converged, the covariance step
+  between-subject SD has collapsed to its floor or exceeds 2 on the log scale (a factor
+  :math:`e^2 = 7.4` per SD is not a population), every mode converged, the covariance step
   succeeded, every parameter's 95 % interval is narrower than a factor 100 either way (RSE
   below 235 %), a Newton step from the optimum would gain less than 0.001 in OFV, and no
   sample after a dose is predicted as 0 under proportional error; otherwise a
@@ -179,6 +182,7 @@ from .study import StudyEvents, _correlated_names, _random_names
 
 __all__ = [
     "ERROR_MODELS",
+    "WIDEST_OMEGA_SD",
     "FitWarning",
     "PopulationFit",
     "empirical_bayes_estimates",
@@ -201,6 +205,10 @@ _OMEGA_SD_BOUNDS = (0.01, 5.0)
 # at 1e-5 the two differ by about SD^2 times the patient's information (below 1e-6 in OFV
 # on theo_sd; ``tests/pmx/test_random_effects.py`` checks it against an SD of 1e-7).
 _NO_ETA_LOG_SD = float(np.log(1e-5))
+#: The widest between-subject SD (log scale) a converged fit may have: one above it moves a
+#: patient a factor e^2 = 7.4 per SD (a 95 % range of 2,500-fold), no longer a population of
+#: similar patients, and is flagged.
+WIDEST_OMEGA_SD = 2.0
 # An exponent within +-10; a categorical level's factor within a factor 100 either way.
 _EFFECT_BOUNDS = {False: (-10.0, 10.0), True: (-np.log(100.0), np.log(100.0))}
 # Fisher's z of a correlation within +-5: |rho| up to 0.9999.
@@ -462,7 +470,10 @@ class PopulationFit:
 def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
     """The summary's rows of a correlation estimated as Fisher's z: the SE by the delta
     method, :math:`(1 - \\rho^2)\\,\\mathrm{SE}(z)`, and the interval
-    :math:`\\tanh(z \\pm 1.96\\,\\mathrm{SE}(z))`, inside (-1, 1)."""
+    :math:`\\tanh(z \\pm 1.96\\,\\mathrm{SE}(z))`, inside (-1, 1). The RSE,
+    :math:`\\mathrm{SE}/|\\rho|`, grows without bound as :math:`\\rho` nears 0, where a
+    correlation may still be well determined: the fit's diagnostic that the data do not
+    determine it reads the interval (nearly all of (-1, 1)) and quotes this RSE beside it."""
     z, half = np.arctanh(rho), special.ndtri(0.975) * z_se.to_numpy()
     se = (1 - rho**2) * z_se.to_numpy()
     return pd.DataFrame(
@@ -474,6 +485,40 @@ def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
             "ci_high": np.tanh(z + half),
             "shrinkage_percent": np.nan,
         }
+    )
+
+
+def _wide_omega_message(name: str, sd: float) -> str:
+    """The diagnostic of a between-subject SD past ``WIDEST_OMEGA_SD``."""
+    return (
+        f"the between-subject SD of {name} is {sd:.3g} on the log scale, above "
+        f"{WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor {np.exp(sd):.3g}, "
+        "which is not a population of similar patients: remove the random effect (eta) on "
+        f"{name} if the data do not determine it, or find what makes patients differ so (a "
+        "covariate, a subpopulation, an error in the data)"
+    )
+
+
+def _undetermined_message(key: tuple[str, str], label: str, value: float, se: float) -> str:
+    """The diagnostic of an estimate whose SE on the search scale is past
+    ``_UNDETERMINED_LOG_SE``, quoting the summary's RSE and interval of it."""
+    kind, name = key
+    if kind == "correlation":  # ``value`` is Fisher's z; the summary reads rho = tanh z
+        row = _correlation_rows(pd.Series({name: np.tanh(value)}), pd.Series({name: se})).iloc[0]
+        return (
+            f"the data do not determine the correlation {name}: its 95 % interval "
+            f"({row['ci_low']:.3g}, {row['ci_high']:.3g}) spans nearly all of (-1, 1) (RSE "
+            f"{row['rse_percent']:.3g} %, SE of Fisher's z {se:.3g}); not identified: fit "
+            "without correlated"
+        )
+    remedy = (
+        f"; not identified: remove the random effect (eta) on {name}"
+        if kind == "omega_sd"
+        else "; not identified"
+    )
+    return (
+        f"the data do not determine {label}: its RSE is {100 * se:.3g} % "
+        f"(a 95 % interval wider than a factor 100 either way){remedy}"
     )
 
 
@@ -772,10 +817,10 @@ def fit_population(
     -----
     FitWarning
         When the fit must not be trusted (``converged`` False): a parameter at a bound, a
-        between-subject SD at its floor, a mode not found, a failed covariance step, a
-        parameter the data do not determine (RSE above 235 %), an optimizer stopped away
-        from a stationary point, or (proportional error) a sample after a dose predicted
-        as 0.
+        between-subject SD at its floor or above 2 on the log scale, a mode not found, a
+        failed covariance step, a parameter the data do not determine (RSE above 235 %), an
+        optimizer stopped away from a stationary point, or (proportional error) a sample
+        after a dose predicted as 0.
 
     Notes
     -----
@@ -1022,6 +1067,9 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
             f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it (not identified: "
             f"remove the random effect (eta) on {index[i][1]})"
         )
+    omega_sd = (np.arange(k) >= p) & (np.arange(k) < 2 * p) & ~held
+    for i in np.flatnonzero(omega_sd & (x > np.log(WIDEST_OMEGA_SD))):
+        diagnostics.append(_wide_omega_message(index[i][1], float(np.exp(x[i]))))
     for i in np.flatnonzero((at_low | at_high) & ~floor):
         diagnostics.append(f"{names[i]} sits at a bound of its search range")
     if not final.converged.all():
@@ -1066,15 +1114,7 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         log_se = np.sqrt(2 * np.diag(r_inverse))
         for i, se in zip(free_index, log_se, strict=True):
             if se > _UNDETERMINED_LOG_SE:
-                remedy = (
-                    f"; not identified: remove the random effect (eta) on {index[i][1]}"
-                    if index[i][0] == "omega_sd"
-                    else "; not identified"
-                )
-                diagnostics.append(
-                    f"the data do not determine {labels[i]}: its RSE is {100 * se:.3g} % "
-                    f"(a 95 % interval wider than a factor 100 either way){remedy}"
-                )
+                diagnostics.append(_undetermined_message(index[i], labels[i], x[i], se))
         gain = 0.5 * free_gradient @ r_inverse @ free_gradient
         if gain > _NEWTON_GAIN:
             diagnostics.append(

@@ -188,7 +188,8 @@ def pmx_roles(
     addl, ii : str, optional
         NONMEM's additional doses: a dose row with ``ADDL`` = k > 0 stands for itself and k
         more doses of the same amount and route, every ``II`` hours after it (``II`` positive
-        there). Both or neither.
+        there). ``addl`` needs ``ii``; ``ii`` needs ``addl`` or ``ss`` (a steady-state dose
+        needs only its interval).
     ss : str, optional
         NONMEM's steady-state flag. SS 1 on a dose with a positive ``II`` is the dose at
         steady state: the dose and the same dose every ``II`` hours before it, for ever (the
@@ -257,8 +258,16 @@ def pmx_roles(
         "cens": cens,
     }
     _check_column_names(required, optional)
-    if (addl is None) != (ii is None):
-        raise ValueError("addl and ii name NONMEM's additional doses together: give both or none")
+    if addl is not None and ii is None:
+        raise ValueError(
+            "addl needs ii: NONMEM's additional doses (ADDL) are given every II hours; name "
+            "the interval column as ii"
+        )
+    if ii is not None and addl is None and ss is None:
+        raise ValueError(
+            "ii is read with addl (additional doses) or ss (a steady-state dose): name one of "
+            "them, or drop ii (the engine does not ignore it)"
+        )
     covariates, categorical = _covariate_roles(covariates, categorical, weight)
     _refuse_shared_columns(required, optional, covariates + tuple(_as_names(keep, "keep")))
     _check_pk_roles(pk_endpoint, log_dv, model)
@@ -727,8 +736,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     period = _dosing_periods(data, values["time"], is_dose, codes, ids)
     _refuse_changing_baseline(data, roles, codes, ids)
     _refuse_copies(data, roles, codes, ids, period, measured=is_obs & (values["dv"] != 0))
-    doses = _dose_table(values, is_dose, codes, period, roles.model.route)
-    _refuse_doses_before_steady_state(data, roles, doses, ids)
+    doses = _dose_table(values, is_dose, codes, period, roles.model.route, data.index)
+    _refuse_doses_before_steady_state(roles, doses, ids)
+    doses = doses.reset_index(drop=True)
     observations = _observation_table(data, roles, values, is_obs, codes, period)
     _refuse_early_observations(doses, observations, ids)
     pk = _pk_endpoint(roles, observations["endpoint"].unique())
@@ -886,18 +896,20 @@ def _refuse_steady_state(
 
 
 def _refuse_doses_before_steady_state(
-    data: pd.DataFrame, roles: PmxRoles, doses: pd.DataFrame, ids: np.ndarray
+    roles: PmxRoles, doses: pd.DataFrame, ids: np.ndarray
 ) -> None:
     """Refuse a steady-state dose after another dose of its patient and period: NONMEM's SS=1
-    resets the system there, which the engine does not model."""
+    resets the system there, which the engine does not model. ``doses`` is indexed by the
+    data's row labels."""
     later = doses.groupby(["patient", "period"]).cumcount().to_numpy() > 0
     bad = later & (doses["interval"].to_numpy() > 0)
     if bad.any():
         patient = ids[doses.loc[bad, "patient"].iloc[0]]
         raise ValueError(
             f"column {roles.ss!r} has steady-state doses (SS 1) after an earlier dose of the "
-            f"same patient and period (first: patient {patient!r}): the reset this implies is "
-            "not modelled; start the period with the steady-state dose"
+            f"same patient and period: rows {_row_labels(doses.index[bad])} (first: patient "
+            f"{patient!r}); the reset this implies is not modelled: start the period with the "
+            "steady-state dose"
         )
 
 
@@ -1021,9 +1033,11 @@ def _dose_table(
     codes: np.ndarray,
     period: np.ndarray,
     route: str,
+    labels: pd.Index,
 ) -> pd.DataFrame:
     """One row per dose, additional doses (ADDL/II) written out: its duration amount / rate
-    for an infusion and 0 otherwise, and whether it goes into the central compartment."""
+    for an infusion and 0 otherwise, and whether it goes into the central compartment;
+    indexed by the ``labels`` of the data rows the doses come from."""
     amt, rate = values["amt"], values["rate"]
     with np.errstate(divide="ignore", invalid="ignore"):
         duration = np.where(rate > 0, amt / np.where(rate > 0, rate, 1), 0.0)
@@ -1036,17 +1050,18 @@ def _dose_table(
             "amount": amt[is_dose],
             "duration": duration[is_dose],
             "central": central,
-        }
+        },
+        index=labels[is_dose],
     )
     # A steady-state dose (SS 1) carries its interval: it stands for the doses before it.
     given["interval"] = np.where(values["ss"][is_dose] == 1, values["ii"][is_dose], 0.0)
     # ADDL = k: the dose and k more, every II hours, in the same dosing period.
     repeats = values["addl"][is_dose].astype(int) + 1
-    doses = given.loc[given.index.repeat(repeats)].reset_index(drop=True)
+    doses = given.iloc[np.repeat(np.arange(len(given)), repeats)].copy()
     later = np.arange(len(doses)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
     doses["time"] += later * np.repeat(values["ii"][is_dose], repeats)
     doses.loc[later > 0, "interval"] = 0.0  # the additional doses are ordinary ones
-    return doses.sort_values(["patient", "period", "time"], kind="stable").reset_index(drop=True)
+    return doses.sort_values(["patient", "period", "time"], kind="stable")
 
 
 def _observation_table(

@@ -5,6 +5,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from synpmx_lite.generator import generate
@@ -121,3 +122,18 @@ def test_the_jackknife_reads_each_patients_move_of_the_correlation_as_exact_refi
 def test_a_correlated_parameter_without_an_eta_is_refused():
     with pytest.raises(ValueError, match="no random effect"):
         synpmx_model_estimate(*load_dataset("theo_sd"), random=("cl", "v"), correlated=("cl", "ka"))
+
+
+@pytest.mark.parametrize("rho", [0.97, -0.951, 0.9999])
+def test_a_correlation_one_figure_rounds_to_one_is_refused_by_name(fit, rho):
+    near_one = dataclasses.replace(fit.pk, correlation=pd.Series({PAIR: rho}))
+    with pytest.raises(
+        ValueError, match=r"correlation of cl,v .*correlated=\('cl', 'v'\).* rounds to"
+    ):
+        model_fingerprint(dataclasses.replace(fit, pk=near_one))
+
+
+def test_a_correlation_just_inside_is_released_below_one(fit):
+    inside = dataclasses.replace(fit.pk, correlation=pd.Series({PAIR: 0.94}))
+    released = model_fingerprint(dataclasses.replace(fit, pk=inside))
+    assert released.correlation == {PAIR: 0.9}

@@ -7,12 +7,10 @@ import pytest
 from synpmx_lite.generator.design import dose_changed_patients, scheduled_visits
 from synpmx_lite.generator.estimate import (
     model_fingerprint,
-    privacy_checks_across_studies,
-    release_refusal,
     synpmx_model_estimate,
 )
 from synpmx_lite.generator.utility import design_rates
-from synpmx_lite.pmx.study import load_dataset, prepare_study
+from synpmx_lite.pmx.study import load_dataset
 
 
 def test_a_dose_change_is_within_a_period():
@@ -53,16 +51,3 @@ def test_source_attendance_is_measured_as_the_release_counts_it():
     assert kept == pytest.approx(released, abs=0.01)  # the release rounds it to two figures
     with pytest.raises(TypeError, match="min_patients"):
         design_rates(fit.study, min_patients=1.5)
-
-
-def test_a_study_with_iv_and_oral_doses_is_refused_and_tabulated_as_refused():
-    study = prepare_study(*load_dataset("mixroute_sim"))
-    assert "no dose route" in release_refusal(study)
-    assert release_refusal(prepare_study(*load_dataset("theo_sd"))) is None
-    with pytest.raises(ValueError, match="no dose route"):
-        synpmx_model_estimate(*load_dataset("mixroute_sim"))
-    table, fits = privacy_checks_across_studies(["mixroute_sim"], return_fits=True)
-    assert fits == {}
-    row = table.iloc[0]
-    assert row["patients"] == 90 and row["fit"].startswith("refused: ")
-    assert (row[["P1", "P2", "P3", "P4", "P5"]] == "not run").all()

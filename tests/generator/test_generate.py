@@ -15,9 +15,9 @@ VISITS = [[0, 0.5], [0, 2.0], [0, 6.0], [0, 12.0], [1, 1.0]]
 
 def fingerprint(n=3000, **changes):
     doses = [
-        {"period": 0, "index": 0, "time": 0.0, "amount": 100.0, "duration": 0.0},
-        {"period": 0, "index": 1, "time": 4.0, "amount": 100.0, "duration": 0.0},
-        {"period": 1, "index": 0, "time": 0.0, "amount": 50.0, "duration": 0.0},
+        {"period": 0, "index": 0, "time": 0.0, "amount": 100.0, "duration": 0.0, "route": "iv"},
+        {"period": 0, "index": 1, "time": 4.0, "amount": 100.0, "duration": 0.0, "route": "iv"},
+        {"period": 1, "index": 0, "time": 0.0, "amount": 50.0, "duration": 0.0, "route": "iv"},
     ]
     release = Fingerprint(
         cohort_size=n,

@@ -14,6 +14,7 @@ from synpmx_lite.generator.frontier import (
     SOURCES,
     UsefulnessResults,
     _mean_and_se,
+    _recovered,
     _work,
     frontier_table,
     usefulness_results,
@@ -203,3 +204,71 @@ def test_pd_bands_of_the_source_against_itself(warfarin):
         pd_bands(warfarin, [warfarin.study], endpoint="cp")
     with pytest.raises(ValueError, match="at least one synthetic study"):
         pd_bands(warfarin, [], endpoint="pca")
+
+
+@pytest.fixture(scope="module")
+def mad_fit():
+    """The builder's fit of the simulated multiple ascending dose study (four arms, a PD
+    endpoint), made once for this module."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return synpmx_model_estimate(*load_dataset("mad_sim"))
+
+
+def test_pd_bands_by_arm(mad_fit):
+    """Four arms: each gets its own bins, observed from its own patients, and the synthetic
+    patients are grouped by the arm the release gives them."""
+    released = fingerprint_at(mad_fit, None)
+    synthetic = [synthetic_study(released, mad_fit.roles, seed=1)]
+    bands = pd_bands(mad_fit, synthetic, endpoint="pd", bins=4)
+    assert sorted(set(bands["arm"])) == ["arm 1", "arm 2", "arm 3", "arm 4"]
+    assert bands.notna().all().all()
+    assert (bands["low"] <= bands["median"]).all() and (bands["median"] <= bands["high"]).all()
+    # Each arm's observed baseline percentiles are those of its own patients at time 0 (the
+    # release names an arm by its order; its first planned dose says which source arm it is).
+    study = mad_fit.study
+    first_dose = study.doses.sort_values("time").groupby("patient")["amount"].first()
+    rows = study.observations
+    rows = rows[(rows["endpoint"].astype(str) == "pd") & (rows["time"] == 0)]
+    baseline = bands[bands["time"] == 0]
+    for arm in released.arms:
+        values = rows.loc[rows["patient"].map(first_dose) == arm["doses"][0]["amount"], "dv"]
+        assert values.size == arm["patients"]
+        got = baseline.loc[baseline["arm"] == arm["arm"]].sort_values("percentile")["observed"]
+        np.testing.assert_allclose(got, values.quantile([0.1, 0.5, 0.9]).to_numpy())
+
+
+def _observed(study: str, endpoint: str) -> pd.DataFrame:
+    data = pd.read_csv(DATA / f"{study}.csv")
+    return data[(data["EVID"] == 0) & (data["DVID"] == endpoint)]
+
+
+@pytest.mark.parametrize("study", ["mad_sim", "pkpd_sim"])
+def test_simulated_designs_respond_to_the_dose(study):
+    """The shipped files of the two dose-ranging designs: exposure rises in proportion to the
+    dose (linear PK), and the PD falls further from each patient's baseline the higher the
+    dose, which a release without a dose term in its PD model cannot keep."""
+    cp = _observed(study, "cp").groupby("DOSE")["DV"].median()
+    assert cp.is_monotonic_increasing and cp.index.is_monotonic_increasing
+    per_mg = cp / cp.index
+    assert (per_mg / per_mg.median()).between(0.75, 1.25).all(), per_mg
+    pd_rows = _observed(study, "pd")
+    baseline = pd_rows[pd_rows["TIME"] == 0].set_index("ID")["DV"]
+    later = pd_rows[pd_rows["TIME"] > 0]
+    change = (later["DV"] - later["ID"].map(baseline)).groupby(later["DOSE"]).mean()
+    assert change.is_monotonic_decreasing and (change < 0).all(), change
+
+
+def test_frontier_table_counts_the_independent_releases():
+    results = UsefulnessResults(read_stored(DATA / "usefulness_refits.npz"))
+    table = frontier_table(results)
+    private = table["release"] == "DP"
+    assert (table.loc[private, "releases"] == DEFAULT_SETTINGS["dp_draws"]).all()
+    assert (table.loc[~private, "releases"] == DEFAULT_SETTINGS["replicates"]).all()
+    # A private row's standard error is over its releases, each release's studies averaged.
+    row = table[private].iloc[-1]
+    share = _recovered(
+        results.private_refits(row["study"], row["epsilon"]), results.source(row["study"]), 0.25
+    )
+    means = share.reshape(DEFAULT_SETTINGS["dp_draws"], -1).mean(axis=1)
+    assert row["se"] == pytest.approx(means.std(ddof=1) / math.sqrt(means.size))

@@ -170,3 +170,16 @@ def test_a_censored_study_fits_by_m3_and_the_generator_refuses_it():
     data, roles = simulate_blq_study(n=30, lloq=1.5, error="combined", rng=3)
     with pytest.raises(ValueError, match=r"below the limit of quantification.*'CENS'"):
         synpmx_model_estimate(data, pmx_roles(**roles), seed=1)
+
+
+def test_the_uncensored_fit_reads_the_same_drawn_values():
+    """With a limit nothing falls below, M3, M1 and the uncensored fit see one study and agree
+    (the uncensored fit reads the values the censored study was drawn from)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", population.FitWarning)
+        tiny = compare_blq_methods(n=12, lloq=1e-6, error="proportional", rng=3, uncensored=True)
+    assert tiny.censored_share == 0 and set(tiny.converged) == {"M3", "M1", "uncensored"}
+    rows = tiny.estimates.loc[["M3", "M1", "uncensored"]].to_numpy()
+    np.testing.assert_allclose(rows, rows[[0, 0, 0]], rtol=1e-12)
+    with pytest.raises(TypeError, match="uncensored must be a bool"):
+        compare_blq_methods(n=12, lloq=1.5, error="additive", rng=3, uncensored=1)

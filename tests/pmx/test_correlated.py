@@ -99,3 +99,19 @@ def test_the_roles_carry_correlated(warfarin, fits):
 def test_bad_correlated_is_refused(warfarin, options, error, message):
     with pytest.raises(error, match=message):
         fit_population(warfarin, **options)
+
+
+def test_the_undetermined_correlation_message_quotes_the_summarys_rse_and_interval(fits):
+    """The diagnostic of a correlation the data do not determine gives the RSE and interval
+    the summary prints for it, not the SE of Fisher's z read as an RSE."""
+    fit = fits[1]
+    key = ("correlation", "cl,v")
+    z_se = np.sqrt(fit.covariance.loc[key, key])
+    row = fit.summary().loc[key]
+    message = population._undetermined_message(
+        key, "correlation cl,v", np.arctanh(fit.correlation["cl,v"]), z_se
+    )
+    assert f"RSE {row['rse_percent']:.3g} %" in message
+    assert f"({row['ci_low']:.3g}, {row['ci_high']:.3g})" in message
+    assert "the correlation cl,v" in message and "fit without correlated" in message
+    assert f"RSE is {100 * z_se:.3g} %" not in message and "factor 100" not in message

@@ -1,13 +1,17 @@
 """Residual diagnostics: NONMEM's PRED, IPRED, WRES, CWRES and IWRES, and epsilon-shrinkage."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from synpmx_lite.pmx import diagnostics
+from synpmx_lite.pmx.blq import simulate_blq_study
 from synpmx_lite.pmx.diagnostics import epsilon_shrinkage, fit_residuals, visual_predictive_check
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import FitWarning, fit_population
-from synpmx_lite.pmx.study import load_dataset, prepare_study
+from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
 from tests.pmx.test_population import simulate
 
 
@@ -125,3 +129,99 @@ def test_the_vpc_refuses_a_fit_without_its_study(simulated_fit):
 
     with pytest.raises(TypeError, match="holds its study"):
         visual_predictive_check(replace(simulated_fit[0], study=None), seed=1)
+
+
+@pytest.fixture(scope="module")
+def correlated_fit():
+    """A one-compartment IV study whose CL and V etas are simulated with correlation 0.9,
+    fitted with the pair correlated."""
+    rng = np.random.default_rng(31)
+    n, times = 60, np.array([0.5, 2, 6, 12, 24])
+    sd = np.array([0.4, 0.3])
+    covariance = sd[:, None] * np.array([[1.0, 0.9], [0.9, 1.0]]) * sd[None, :]
+    theta = np.array([1.0, 10.0]) * np.exp(rng.multivariate_normal([0, 0], covariance, n))
+    model = PkModel(route="iv")
+    f = predict_concentrations(
+        model, theta, np.zeros((n, 1)), np.full((n, 1), 100.0), np.zeros((n, 1)),
+        np.broadcast_to(times, (n, times.size)),
+    )  # fmt: skip
+    dv = f * (1 + 0.1 * rng.standard_normal(f.shape))
+    data = pd.DataFrame({
+        "ID": np.repeat(np.arange(1, n + 1), times.size + 1),
+        "TIME": np.column_stack([np.zeros(n), np.broadcast_to(times, f.shape)]).ravel(),
+        "AMT": np.column_stack([np.full(n, 100.0), np.zeros(f.shape)]).ravel(),
+        "DV": np.column_stack([np.zeros(n), dv]).ravel(),
+        "EVID": np.tile(np.r_[1, np.zeros(times.size, dtype=int)], n),
+    })  # fmt: skip
+    roles = pmx_roles(id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", model=model)
+    study = prepare_study(data, roles)
+    return fit_population(study, error="proportional", correlated=("cl", "v")), study
+
+
+def test_the_cwres_of_a_correlated_fit_use_the_full_omega(correlated_fit):
+    """CWRES by the definition, written densely for one patient with Omega's off-diagonal
+    covariance rho sd_cl sd_v: the diagonal Omega once used here gives other values."""
+    fit, study = correlated_fit
+    rho = fit.correlation["cl,v"]
+    assert fit.converged and rho > 0.8
+    sd = np.sqrt(fit.omega[["cl", "v"]].to_numpy())
+    omega = np.diag(sd**2)
+    omega[0, 1] = omega[1, 0] = rho * sd[0] * sd[1]
+    mu, b = np.log(fit.typical[["cl", "v"]].to_numpy()), fit.residual["proportional"]
+    table = fit_residuals(fit, study)
+    i = 7
+    rows = table[table["id"] == study.ids[i]]
+    times = rows["time"].to_numpy()[None]
+
+    def f(log_theta):
+        dose = (np.zeros((1, 1)), np.full((1, 1), 100.0), np.zeros((1, 1)))
+        return predict_concentrations(fit.model, np.exp(log_theta)[None], *dose, times)[0]
+
+    eta = fit.eta.iloc[i][["cl", "v"]].to_numpy()
+    step = 1e-6
+    g = np.column_stack([(f(mu + eta + step * e) - f(mu + eta - step * e)) / (2 * step)
+                         for e in np.eye(2)])  # fmt: skip
+    ipred = f(mu + eta)
+    r = rows["dv"].to_numpy() - ipred + g @ eta
+    dense = np.linalg.solve(np.linalg.cholesky(g @ omega @ g.T + np.diag((b * ipred) ** 2)), r)
+    np.testing.assert_allclose(rows["cwres"], dense, rtol=1e-5, atol=1e-7)
+    diagonal = np.linalg.solve(
+        np.linalg.cholesky(g @ np.diag(sd**2) @ g.T + np.diag((b * ipred) ** 2)), r
+    )
+    assert np.abs(diagonal - dense).max() > 0.05
+
+
+def test_the_vpc_draws_the_etas_with_the_fitted_correlation(correlated_fit, monkeypatch):
+    fit, _ = correlated_fit
+    drawn = []
+    draw = diagnostics._random_effects
+    monkeypatch.setattr(
+        diagnostics, "_random_effects", lambda *a: drawn.append(draw(*a)) or drawn[-1]
+    )
+    visual_predictive_check(fit, replicates=100, seed=3)
+    eta = drawn[0].reshape(-1, 2)  # 6,000 draws of (cl, v)
+    rho = fit.correlation["cl,v"]
+    # The SE of a sample correlation is about (1 - rho^2) / sqrt(n): 0.0025 here.
+    assert np.corrcoef(eta.T)[0, 1] == pytest.approx(rho, abs=0.01)
+    np.testing.assert_allclose(eta.std(axis=0), np.sqrt(fit.omega[["cl", "v"]]), rtol=0.03)
+
+
+def test_censored_rows_do_not_move_the_measured_rows_residuals():
+    """CWRES and WRES of a censored fit's measured rows equal those of the same fit on the
+    study without its censored rows; the censored rows have NaN residuals."""
+    data, roles = simulate_blq_study(n=12, lloq=1.5, error="combined", rng=3)
+    observed = data[data["EVID"] == 0]
+    # A censored row before a measured one in some patient: its Cholesky row would lead.
+    assert (observed.groupby("ID")["CENS"].cummax().astype(bool) & (observed["CENS"] == 0)).any()
+    study = prepare_study(data, pmx_roles(**roles))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = fit_population(study, error="combined")
+    table = fit_residuals(fit, study)
+    censored = study.obs_censored[study.obs_mask]
+    assert table.loc[censored, ["res", "wres", "cwres", "iwres"]].isna().all().all()
+    measured = fit_residuals(fit, prepare_study(data[data["CENS"] == 0], pmx_roles(**roles)))
+    for column in ("res", "wres", "cwres", "iwres"):
+        np.testing.assert_allclose(
+            table.loc[~censored, column], measured[column], rtol=1e-10, atol=1e-12
+        )

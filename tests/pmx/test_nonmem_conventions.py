@@ -191,7 +191,7 @@ def test_one_column_for_two_roles_is_refused():
         pmx_roles(id="ID", time="ID", dv="DV", amt="AMT", evid="EVID")
     with pytest.raises(ValueError, match="column 'AMT' is named for two roles"):
         pmx_roles(id="ID", time="T", dv="DV", amt="AMT", evid="EVID", covariates=["AMT"])
-    with pytest.raises(ValueError, match="addl and ii"):
+    with pytest.raises(ValueError, match="addl needs ii"):
         pmx_roles(id="ID", time="T", dv="DV", amt="AMT", evid="EVID", addl="ADDL")
 
 

@@ -126,8 +126,28 @@ def test_steady_state_doses_the_closed_forms_do_not_give_are_refused():
     with pytest.raises(ValueError, match=not_doses):
         prepare_study(flagged, pmx_roles(**roles))
     earlier = pd.concat([table.iloc[[0]].assign(TIME=_START - 24.0, SS=0, II=0.0), table])
-    with pytest.raises(ValueError, match=r"steady-state doses .*after an earlier dose .*patient 1"):
+    # Row 1 is patient 1's steady-state dose, after their dose of row 0.
+    after = r"steady-state doses .*after an earlier dose .*: rows 1 \(first: patient 1\)"
+    with pytest.raises(ValueError, match=after):
         prepare_study(earlier.reset_index(drop=True), pmx_roles(**roles))
+
+
+def test_a_steady_state_dose_needs_ii_without_addl():
+    """SS 1 with II and no ADDL column reads as the same study with ADDL 0; ADDL without II,
+    and II with neither ADDL nor SS, are refused by name."""
+    model = PkModel(route="oral")
+    table = _table(model, steady=True).reset_index(drop=True)
+    roles = dict(id="ID", time="TIME", dv="DV", amt="AMT", evid="EVID", ss="SS", model=model)
+    with_addl = prepare_study(table, pmx_roles(**roles, ii="II", addl="ADDL"))
+    without = prepare_study(table.drop(columns="ADDL"), pmx_roles(**roles, ii="II"))
+    assert without.dose_interval is not None
+    for name in ("dose_time", "dose_amount", "dose_interval", "obs_time", "obs_dv"):
+        np.testing.assert_array_equal(getattr(without, name), getattr(with_addl, name))
+    with pytest.raises(ValueError, match="addl needs ii"):
+        pmx_roles(**roles, addl="ADDL")
+    del roles["ss"]
+    with pytest.raises(ValueError, match=r"ii is read with addl .* or ss"):
+        pmx_roles(**roles, ii="II")
 
 
 def test_the_generator_refuses_steady_state_doses():
