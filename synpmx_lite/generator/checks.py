@@ -127,7 +127,9 @@ RELEASED_FIGURES = {
     "amount": 2,
 }
 #: The most figures a dose or visit time may carry: two, or more where two would merge or swap
-#: it with a neighbouring time of its period (the single-value rule then judges it at its own).
+#: it with a neighbouring time of its period (its further figures then place it among its
+#: neighbours on the grid of its two-figure cell, and the single-value rule judges its
+#: two-figure value).
 MOST_TIME_FIGURES = 5
 _PARAMETERS = ("cl", "v", "q", "vp", "ka", "tlag")
 _VOCABULARY_KEYS = {
@@ -481,14 +483,22 @@ def _excess_figures(value: object, limit: int, where: str) -> list[str]:
 
 
 def _held_by_few(
-    value: object, values: object, owners: object, where: str, limit: int, source: _Source
+    value: object,
+    values: object,
+    owners: object,
+    where: str,
+    limit: int,
+    source: _Source,
+    *,
+    at: int | None = None,
 ) -> list[str]:
-    """The problem, if any, that ``value`` at its precision (at least ``limit`` figures) is the
-    value of one to ``k - 1`` patients."""
+    """The problem, if any, that ``value`` at its precision (at least ``limit`` figures; or
+    at ``at`` figures, where given) is the value of one to ``k - 1`` patients."""
     if not is_number(value) or len(values) == 0:
         return []
-    precision = max(limit, figures_in(value))
-    holders = _holders(np.asarray(values, float), np.asarray(owners), value, precision)
+    precision = at or max(limit, figures_in(value))
+    reading = float(round_significant(value, precision))
+    holders = _holders(np.asarray(values, float), np.asarray(owners), reading, precision)
     if 0 < holders < source.min_arm_patients:
         return [f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"]
     return []
@@ -638,8 +648,16 @@ def _p3_doses(released: dict, source: _Source) -> list[str]:
                 value, limit = dose.get(key), RELEASED_FIGURES["time"]
                 most = MOST_TIME_FIGURES if key == "time" else limit
                 problems += _excess_figures(value, most, f"{where}: {key}")
+                # A time's figures past two place it among its neighbours (the time rule): the
+                # single-value rule judges what it says of the patients, its two figures.
                 problems += _held_by_few(
-                    value, doses[key], dose_owners, f"{where}: {key}", limit, source
+                    value,
+                    doses[key],
+                    dose_owners,
+                    f"{where}: {key}",
+                    limit,
+                    source,
+                    at=limit if key == "time" else None,
                 )
     return problems
 
@@ -657,7 +675,7 @@ def _p3_endpoints(released: dict, source: _Source) -> list[str]:
             if isinstance(visit, list) and len(visit) == 2:
                 where, limit = f"{name} visit time", RELEASED_FIGURES["time"]
                 problems += _excess_figures(visit[1], MOST_TIME_FIGURES, where)
-                problems += _held_by_few(visit[1], times, owners, where, limit, source)
+                problems += _held_by_few(visit[1], times, owners, where, limit, source, at=limit)
         problems += _loq_problems(name, endpoint.get("loq"), source)
     return problems
 
@@ -1040,16 +1058,138 @@ def _key(level: object) -> str:
     return repr(key) if kind == "number" else str(key)
 
 
-def _precision(shown: list, j: int) -> int:
-    """The figures to recompute the ``j``-th released ``[period, time]`` at: two, or the
-    figures it carries (up to :data:`MOST_TIME_FIGURES`: more is reported as excess)."""
-    value = (
-        shown[j][1]
-        if j < len(shown) and isinstance(shown[j], list) and len(shown[j]) == 2
-        else None
+def _rule_times(released: dict, source: _Source) -> tuple[dict, list]:
+    """Every dose and visit time as the time rule releases it, recomputed in the checks' own
+    code: the visit times of each released endpoint, and the planned doses' times of each
+    released arm (in the release's order).
+
+    Each time's two-figure value comes from the single-value rule; in each period, distinct
+    times whose two-figure values meet or pass form a run, released as increasing numbers
+    that read as the two-figure value of the run's middle time, above the period's earlier
+    runs, at the fewest figures that hold them, centred on that value.
+    """
+    points = []  # (period, centre, two-figure value, where it goes)
+    for name in as_mapping(released.get("endpoints")):
+        times, owners = source.visit_times(str(name))
+        for j, (period, center) in enumerate(_visit_centers(str(name), source)):
+            value = _rule_value(center, times, owners, 2, source, positive=False)
+            points.append((period, center, value, (str(name), j)))
+    doses = source.study.doses
+    for i, group in _dose_groups(released, source):
+        for j, (period, center) in enumerate(group):
+            value = _rule_value(center, doses["time"], doses["patient"], 2, source, positive=False)
+            points.append((period, center, value, (i, j)))
+    placed = {}
+    for period in sorted({p[0] for p in points}):
+        placed.update(_placed_runs([p for p in points if p[0] == period]))
+    visits = {str(name): [] for name in as_mapping(released.get("endpoints"))}
+    arms: list[list] = [[] for _ in as_sequence(released.get("arms"))]
+    for period, center, _, (owner, _j) in points:
+        (visits[owner] if isinstance(owner, str) else arms[owner]).append(placed[period, center])
+    return visits, arms
+
+
+def _placed_runs(points: list) -> dict:
+    """A period's ``(period, centre) -> released time``: runs of centres whose two-figure
+    values meet or pass (or differ at one centre), spread over their anchor's cell."""
+    centers = sorted({p[1] for p in points})
+    low = {c: min(p[2] for p in points if p[1] == c) for c in centers}
+    high = {c: max(p[2] for p in points if p[1] == c) for c in centers}
+    runs = [[centers[0]]] if centers else []
+    for before, after in itertools.pairwise(centers):
+        if high[before] >= low[after]:
+            runs[-1].append(after)
+        else:
+            runs.append([after])
+    placed, above = {}, -math.inf
+    period = points[0][0] if points else 0
+    for run in runs:
+        values = _run_values(low[run[(len(run) - 1) // 2]], len(run), above)
+        if values is None:
+            return {(period, c): math.nan for c in centers}  # the builder refuses the study
+        placed.update({(period, c): v for c, v in zip(run, values, strict=True)})
+        above = values[-1]
+    return placed
+
+
+def _run_values(anchor: float, count: int, above: float) -> list[float] | None:
+    """``count`` consecutive numbers above ``above`` that read ``anchor`` at two figures, at
+    the fewest figures up to :data:`MOST_TIME_FIGURES`, centred on ``anchor`` (None if none)."""
+    if anchor <= 0:
+        return [anchor] if count == 1 and anchor > above else None
+    unit = _unit(anchor, 2)
+    for figures in range(2, MOST_TIME_FIGURES + 1):
+        grid = _grid(anchor - unit, anchor + unit, figures)
+        grid = [
+            g
+            for g in grid
+            if g > above and math.isclose(float(round_significant(g, 2)), anchor, rel_tol=1e-9)
+        ]
+        if len(grid) >= count:
+            first = sum(g < anchor * (1 - 1e-12) for g in grid) - (count - 1) // 2
+            first = min(max(first, 0), len(grid) - count)
+            return grid[first : first + count]
+    return None
+
+
+def _dose_groups(released: dict, source: _Source) -> list[tuple[int, list]]:
+    """Each released arm's planned doses that ``k`` patients reached by one route:
+    ``(period, median time)``, in the release's order."""
+    study = source.study
+    doses = study.doses.assign(
+        arm=study.arms.to_numpy()[study.doses["patient"]],
+        index=study.doses.groupby(["patient", "period"]).cumcount(),
     )
-    figures = figures_in(value) if is_number(value) else 0
-    return min(max(RELEASED_FIGURES["time"], figures), MOST_TIME_FIGURES)
+    groups = []
+    for i, (arm, _) in enumerate(
+        zip(_arm_order(source), as_sequence(released.get("arms")), strict=False)
+    ):
+        planned = [
+            (int(period), float(group["time"].median()))
+            for (period, _), group in doses[doses["arm"] == arm].groupby(["period", "index"])
+            if _majority_route(group, source.min_arm_patients) is not None
+        ]
+        groups.append((i, planned))
+    return groups
+
+
+def _rule_time_problems(released: dict, source: _Source) -> list[str]:
+    """Each released dose or visit time the time rule does not give, named; a time with more
+    figures than the rule's carries figures the order does not need."""
+    visits, arms = _rule_times(released, source)
+    shown = [
+        (f"{name} visit {j + 1} of period {visit[0]}", visit[1], expected)
+        for name, expected_times in visits.items()
+        for j, (visit, expected) in enumerate(
+            zip(
+                as_sequence(
+                    as_mapping(as_mapping(released.get("endpoints")).get(name)).get("visits")
+                ),
+                expected_times,
+                strict=False,
+            )
+        )
+        if isinstance(visit, list) and len(visit) == 2
+    ]
+    for i, (arm, expected_times) in enumerate(
+        zip(as_sequence(released.get("arms")), arms, strict=False)
+    ):
+        for dose, expected in zip(
+            as_sequence(as_mapping(arm).get("doses")), expected_times, strict=False
+        ):
+            dose = as_mapping(dose)
+            where = f"arm {i + 1} dose {dose.get('index')} of period {dose.get('period')}"
+            shown.append((where, dose.get("time"), expected))
+    problems = []
+    for where, value, expected in shown:
+        if is_number(value) and math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12):
+            continue
+        more = is_number(value) and figures_in(value) > figures_in(expected)
+        problems.append(
+            f"{where}: time {value!r} is not the time rule's {expected:g}"
+            + (" (it carries figures the order does not need)" if more else "")
+        )
+    return problems
 
 
 def _time_order(released: dict, source: _Source) -> list[str]:
@@ -1094,23 +1234,31 @@ def _recomputed_magnitudes(released: dict, source: _Source) -> list[str]:
     """Covariate summaries, the reference weight, LOQs, visit times, planned doses and keep
     values, each recomputed from the source by the single-value rule (part of P3)."""
     problems = _recomputed_covariates(released, source) + _recomputed_weight(released, source)
+    visit_times, arm_times = _rule_times(released, source)
     for name, endpoint in as_mapping(released.get("endpoints")).items():
         endpoint = as_mapping(endpoint)
         problems += _differs(endpoint.get("loq"), _rule_loq(str(name), source), f"{name} LOQ")
-        times, owners = source.visit_times(str(name))
-        shown = as_sequence(endpoint.get("visits"))
         expected = [
-            [
-                period,
-                _rule_value(center, times, owners, _precision(shown, j), source, positive=False),
-            ]
-            for j, (period, center) in enumerate(_visit_centers(str(name), source))
+            [period, time]
+            for (period, _), time in zip(
+                _visit_centers(str(name), source), visit_times[str(name)], strict=True
+            )
         ]
-        if endpoint.get("visits") != expected:
+        # The times are judged one by one (_rule_time_problems); here the visits themselves.
+        shown = [
+            v[0] if isinstance(v, list) and len(v) == 2 else v
+            for v in as_sequence(endpoint.get("visits"))
+        ]
+        if not isinstance(endpoint.get("visits"), list) or shown != [p for p, _ in expected]:
             problems.append(
                 f"{name} visits {endpoint.get('visits')} are not the source's {expected}"
             )
-    return problems + _recomputed_arms(released, source) + _time_order(released, source)
+    return (
+        problems
+        + _rule_time_problems(released, source)
+        + _recomputed_arms(released, source, arm_times)
+        + _time_order(released, source)
+    )
 
 
 def _recomputed_covariates(released: dict, source: _Source) -> list[str]:
@@ -1222,9 +1370,11 @@ def _visit_centers(endpoint: str, source: _Source) -> list[tuple[int, float]]:
     return centers
 
 
-def _recomputed_arms(released: dict, source: _Source) -> list[str]:
+def _recomputed_arms(released: dict, source: _Source, arm_times: list) -> list[str]:
     """Each released arm's planned doses and keep values against its source arm (the arms
-    matched in the release's order: most patients first, then first seen)."""
+    matched in the release's order: most patients first, then first seen); the doses' times
+    are those of the time rule (``arm_times``, judged one by one by
+    :func:`_rule_time_problems`)."""
     study, k = source.study, source.min_arm_patients
     doses = study.doses.assign(
         arm=study.arms.to_numpy()[study.doses["patient"]],
@@ -1236,7 +1386,7 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
         zip(_arm_order(source), as_sequence(released.get("arms")), strict=False)
     ):
         shown, expected = as_mapping(shown), []
-        shown_times = [[0, as_mapping(d).get("time")] for d in as_sequence(shown.get("doses"))]
+        times = arm_times[i] if i < len(arm_times) else []
         for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
             route = _majority_route(group, k)
             if route is None:
@@ -1251,14 +1401,7 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
                 {
                     "period": int(period),
                     "index": int(index),
-                    "time": _rule_value(
-                        group["time"].median(),
-                        doses["time"],
-                        owners,
-                        _precision(shown_times, len(expected)),
-                        source,
-                        positive=False,
-                    ),
+                    "time": times[len(expected)] if len(expected) < len(times) else None,
                     "amount": amount,
                     "duration": _rule_value(
                         group["duration"].median(),
@@ -1271,12 +1414,17 @@ def _recomputed_arms(released: dict, source: _Source) -> list[str]:
                     "route": route,
                 }
             )
-        if shown.get("doses") != expected:
+        if _untimed(shown.get("doses")) != _untimed(expected):
             problems.append(
                 f"arm {i + 1} doses {shown.get('doses')} are not the source's {expected}"
             )
         problems += _recomputed_keep(i, arm, as_mapping(shown.get("keep")), source)
     return problems
+
+
+def _untimed(doses: object) -> list:
+    """Planned doses without their times (which the time rule's check names one by one)."""
+    return [{k: v for k, v in as_mapping(d).items() if k != "time"} for d in as_sequence(doses)]
 
 
 def _majority_route(group: pd.DataFrame, k: int) -> str | None:

@@ -24,11 +24,13 @@ says which checks those are.
   the nearest value at one figure that at least ``min_arm_patients`` share (without one, 70 kg);
   planned doses where patients' doses differ are the arm mean at two figures, durations are
   medians at two figures, and dose and visit times are medians (a visit with a nominal time:
-  that time) at the fewest figures, at least two, that keep every distinct dose and visit time
-  of a period distinct and in order (two figures merge a trough, the dose and the next peak
-  past 1,000 h; a release that would need more than :data:`MAX_TIME_FIGURES` is refused),
-  each moved to the nearest value on its grid that no patient, or at least ``min_arm_patients``,
-  hold (:func:`synpmx_lite.generator.protections.protected_value`).
+  that time) at two figures, each moved to the nearest value on its grid that no patient, or
+  at least ``min_arm_patients``, hold
+  (:func:`synpmx_lite.generator.protections.protected_value`). Where two figures would merge
+  or swap distinct times of a period (a trough, the dose and the next peak past 1,000 h),
+  those times are released as increasing numbers on a finer grid of one two-figure cell,
+  placed by their order alone, so that no figure past two carries a patient's time (a study
+  whose times that leaves out of order within :data:`MAX_TIME_FIGURES` is refused).
 * **Threshold** (P3, P4). At least ``min_arm_patients`` patients behind every frequency, on both
   sides: arms, visits, endpoints and planned doses are kept only where that many reached them;
   the released cohort is the patients of the kept arms, so that the cohort size is the sum of
@@ -121,8 +123,8 @@ __all__ = [
 ]
 
 
-#: The most significant figures a released dose or visit time may carry: a study whose distinct
-#: times stay apart only at more (visits minutes apart days into the study) is refused.
+#: The most significant figures a released dose or visit time may carry: a study whose crowded
+#: times cannot be put in order within one two-figure cell at this many is refused.
 MAX_TIME_FIGURES = 5
 
 #: The reference weight of a study where no weight at one figure is shared by enough patients:
@@ -670,58 +672,98 @@ def _endpoint_release(fit: ModelFit, cohort: np.ndarray, release_time: TimeRule)
     return released
 
 
-def _crowded_times(points: list[tuple[int, float, float]]) -> np.ndarray:
-    """The positions of released times that meet or pass a neighbour of another source time
-    in their period (equal source times may share a released time)."""
+def _crowded_runs(period: pd.DataFrame) -> tuple[list[np.ndarray], pd.DataFrame]:
+    """A period's distinct centres, sorted, in runs: neighbours whose two-figure values meet
+    or pass each other (or one centre given two values) share a run; every other centre is a
+    run of its own. Also each centre's smallest and largest two-figure value."""
+    spans = period.groupby("center")["released"].agg(["min", "max"])  # sorted by center
+    clash = spans["max"].to_numpy()[:-1] >= spans["min"].to_numpy()[1:]
+    starts = np.flatnonzero(np.r_[True, ~clash])
+    return np.split(spans.index.to_numpy(), starts[1:]), spans
+
+
+def _spread(anchor: float, count: int, above: float, period: int, center: float) -> list[float]:
+    """``count`` increasing values above ``above`` that read ``anchor`` at two figures, at the
+    fewest figures (at least two) that hold them, as near ``anchor`` as they fit."""
+    if anchor <= 0 and count > 1:
+        raise ValueError(f"times at {center:g} of period {period} merge at 0: cannot be released")
+    magnitude = math.floor(math.log10(anchor)) if anchor > 0 else 0
+    for figures in range(2, MAX_TIME_FIGURES + 1):
+        # Every number at `figures` figures within two units of the anchor's second figure,
+        # on both sides of a power of ten.
+        fine = 10.0 ** (magnitude - figures)
+        reach = np.arange(-2 * 10 ** (figures - 1), 2 * 10 ** (figures - 1) + 1)
+        values = np.unique(round_significant(anchor + reach * fine * 10, figures))
+        values = np.unique(np.r_[values, round_significant(anchor + reach * fine, figures)])
+        values = values[
+            (values > above) & np.isclose(round_significant(values, 2), anchor, atol=1e-12)
+        ]
+        if values.size >= count:
+            first = np.searchsorted(values, anchor) - (count - 1) // 2
+            first = int(np.clip(first, 0, values.size - count))
+            return [float(v) for v in values[first : first + count]]
+    raise ValueError(
+        f"times from {center:g} of period {period} cannot be put in order above the period's "
+        f"earlier times within one two-figure cell at {MAX_TIME_FIGURES} significant figures "
+        "or fewer (MAX_TIME_FIGURES): the study cannot be released"
+    )
+
+
+def _ordered_times(points: list[tuple[int, float, float]]) -> list[float]:
+    """The released time of each ``(period, centre, two-figure value)``: the two-figure value,
+    except in a crowded run, whose times are spread in order over the grid of their anchor's
+    cell (see :func:`_timed_release`)."""
     frame = pd.DataFrame(points, columns=["period", "center", "released"])
-    crowded = []
-    for _, period in frame.groupby("period"):
-        spans = period.groupby("center")["released"].agg(["min", "max"])  # sorted by center
-        clash = spans["max"].to_numpy()[:-1] >= spans["min"].to_numpy()[1:]
-        centers = spans.index[np.r_[clash, False] | np.r_[False, clash]]
-        crowded.append(period.index[period["center"].isin(centers)])
-    return np.concatenate(crowded) if crowded else np.array([], dtype=int)
+    released = {}
+    for period, rows in frame.groupby("period"):
+        runs, spans = _crowded_runs(rows)
+        above = -math.inf
+        for run in runs:
+            anchor = float(spans.loc[run[(len(run) - 1) // 2], "min"])
+            values = _spread(anchor, len(run), above, int(period), float(run[0]))
+            released.update({(period, c): v for c, v in zip(run, values, strict=True)})
+            above = values[-1]
+    return [float(released[p, c]) for p, c, _ in points]
 
 
-def _time_rule(figures: list[int], points: list, min_patients: int) -> TimeRule:
-    """Releases the k-th time it is called for at ``figures[k]`` figures (two where the list
-    is shorter), each protected by the single-value rule, and records it in ``points``."""
+def _time_rule(released: list, points: list, min_patients: int) -> TimeRule:
+    """Releases the k-th time it is called for as ``released[k]`` (where the list is that
+    long) or at two figures, protected by the single-value rule, and records its centre and
+    two-figure value in ``points``."""
 
     def release_time(period: int, center: float, values, owners) -> float:
-        if len(points) == len(figures):
-            figures.append(2)
-        value = protected_value(
-            center, values, owners, figures=figures[len(points)], min_patients=min_patients
-        )
+        value = protected_value(center, values, owners, figures=2, min_patients=min_patients)
         points.append((period, float(center), value))
-        return value
+        return released[len(points) - 1] if len(points) <= len(released) else value
 
     return release_time
 
 
 def _timed_release(fit: ModelFit, arms: list, cohort: np.ndarray) -> tuple[list, dict]:
     """The arms' planned doses and the endpoints, every dose and visit time at two significant
-    figures, or more where two figures would merge or swap it with a neighbouring time of its
-    period: such times gain a figure at a time until none is crowded, so that no released
-    trough, dose and peak merge, and every other time is released as at two figures."""
-    figures: list[int] = []  # per released time, in the order released
-    while True:
-        points: list[tuple[int, float, float]] = []
-        release_time = _time_rule(figures, points, fit.min_arm_patients)
-        arms_released = _arm_release(fit, arms, release_time)
-        endpoints = _endpoint_release(fit, cohort, release_time)
-        crowded = _crowded_times(points)
-        if crowded.size == 0:
-            return arms_released, endpoints
-        for position in crowded:
-            figures[position] += 1
-        if max(figures) > MAX_TIME_FIGURES:
-            worst = points[int(np.argmax(figures))]
-            raise ValueError(
-                f"time {worst[1]:g} of period {worst[0]} stays apart from its neighbours only "
-                f"at more than {MAX_TIME_FIGURES} significant figures (MAX_TIME_FIGURES): the "
-                "study cannot be released"
-            )
+    figures, protected by the single-value rule, except where two figures would merge or swap
+    times of a period.
+
+    Such crowded times form a run (neighbouring distinct times whose two-figure values meet
+    or pass); a run of ``m`` times is released as ``m`` increasing values that all read, at
+    two figures, as the two-figure value of the run's middle time (its anchor), above the
+    values of the period's earlier runs, on the coarsest grid (fewest figures, at least
+    three, at most :data:`MAX_TIME_FIGURES`) that holds them, centred on the anchor as far
+    as they fit. The released values are thus a function of the two-figure values, the
+    times' order and how many they are: the extra figures say where a time stands among its
+    neighbours, never where a patient's time lies within its two-figure cell.
+    """
+    points: list[tuple[int, float, float]] = []
+    release_time = _time_rule([], points, fit.min_arm_patients)
+    arms_released, endpoints = (
+        _arm_release(fit, arms, release_time),
+        _endpoint_release(fit, cohort, release_time),
+    )
+    released = _ordered_times(points)
+    if released == [value for _, _, value in points]:
+        return arms_released, endpoints
+    release_time = _time_rule(released, [], fit.min_arm_patients)
+    return _arm_release(fit, arms, release_time), _endpoint_release(fit, cohort, release_time)
 
 
 def _covariate_release(fit: ModelFit, cohort: np.ndarray) -> tuple[dict, dict, float | None]:
@@ -870,9 +912,10 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     ------
     ValueError
         No arm has ``min_arm_patients`` patients: there is no cohort to release; or the
-        study's distinct dose and visit times need more than :data:`MAX_TIME_FIGURES`
-        significant figures to stay apart; or the PK fit's correlated pair (``correlated``)
-        has a correlation that one significant figure rounds to +-1.
+        study's crowded dose and visit times cannot be released in order at
+        :data:`MAX_TIME_FIGURES` significant figures or fewer (the time and period are named);
+        or the PK fit's correlated pair (``correlated``) has a correlation that one
+        significant figure rounds to +-1.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
