@@ -45,9 +45,25 @@ _NONMEM_ITEMS = (
     "ADDL", "II", "SS", "CMT", "PCMT", "RATE", "DUR", "MDV", "DVID",
     "BLQ", "LLOQ", "LOQ", "CENS", "LIMIT",
 )  # fmt: skip
+# Names that only start like a censoring item (BLQFLAG, LLOQ_MG, CENS2) are caught as well.
+_CENSORING_PREFIXES = ("BLQ", "LLOQ", "CENS")
+# What to do with an unmapped item that has no role of its own name.
+_CENSORING_ADVICE = (
+    "flag censored rows in one column named in pmx_roles(cens=...), with DV holding the limit "
+    "on those rows"
+)
+_ITEM_ADVICE = {
+    **{item: _CENSORING_ADVICE for item in ("BLQ", "LLOQ", "LOQ", "LIMIT", "CENS")},
+    "DUR": "give the infusion rate AMT/DUR in a column named in pmx_roles(rate=...)",
+    "PCMT": "drop the column: the engine observes the central compartment",
+}
 # The largest dose accepted, in any unit (a tonne in nanograms): the likelihood squares
 # predictions and their derivatives, which must stay far inside floating-point range.
 _MAX_DOSE = 1e15
+# The optional event roles of PmxRoles, each one column or None.
+_OPTIONAL_ROLES = (
+    "dvid", "mdv", "rate", "nominal_time", "arm", "weight", "addl", "ii", "ss", "cmt", "cens",
+)  # fmt: skip
 # Dose compartments, NONMEM's numbering: (route of the model, CMT) -> into the central one.
 _INTO_CENTRAL = {("oral", 1): False, ("oral", 2): True, ("iv", 1): True}
 
@@ -392,6 +408,14 @@ def _refuse_shared_columns(required: dict, optional: dict, baseline: tuple) -> N
         )
 
 
+def _role_columns(roles: PmxRoles) -> tuple[dict, dict, tuple]:
+    """The required and optional event roles of ``roles`` and its covariate and keep columns,
+    as :func:`_refuse_shared_columns` reads them."""
+    required = {role: getattr(roles, role) for role in ("id", "time", "dv", "amt", "evid")}
+    optional = {role: getattr(roles, role) for role in _OPTIONAL_ROLES}
+    return required, optional, tuple(roles.covariates) + tuple(roles.keep)
+
+
 def _covariate_roles(covariates: object, categorical: object, weight: str | None) -> tuple:
     """The covariates and the categorical ones, checked, with the weight among the covariates."""
     covariates = tuple(_column_name(c, "covariates") for c in _as_names(covariates, "covariates"))
@@ -698,8 +722,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     Raises
     ------
     ValueError
-        A missing column, a column named like a NONMEM data item (ADDL, II, SS, CMT, BLQ, LLOQ,
-        CENS, ...) that no role maps, missing or infinite times, doses or codes, an unknown
+        One column named for two roles (also on roles made by ``dataclasses.replace``), a
+        missing column, a column named like a NONMEM data item (ADDL, II, SS, CMT, BLQ, LLOQ,
+        CENS, ..., or a name starting BLQ, LLOQ or CENS) that no role maps, missing or infinite times, doses or codes, an unknown
         event code, a negative time or dose, a dose past 1e15, an amount on an observation row,
         a steady-state dose the engine does not model (SS other than 0 and 1, SS 1 without a
         positive II, on an infusion, under a lag time, or after an earlier dose of its period),
@@ -726,6 +751,8 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     if not isinstance(roles, PmxRoles):
         raise TypeError(f"roles must be a PmxRoles (see pmx_roles), got {type(roles).__name__}")
     min_patients = check_count(min_patients, "min_patients", minimum=1)
+    # Again here: roles changed with dataclasses.replace never passed through pmx_roles.
+    _refuse_shared_columns(*_role_columns(roles))
     _refuse_unread_columns(data, roles)
     values = _role_values(data, roles)
     is_dose, is_obs = _event_rows(data, roles, values)
@@ -772,13 +799,23 @@ def _refuse_unread_columns(data: pd.DataFrame, roles: PmxRoles) -> None:
         raise ValueError("data has no rows")
     mapped = set(roles.columns)
     for column in data.columns:
-        name = str(column).strip().upper()
-        if name in _NONMEM_ITEMS and column not in mapped:
-            raise ValueError(
-                f"column {column!r} reads as NONMEM's {name} data item, and no role maps it: "
-                f"name its role in pmx_roles ({name.lower()}=...) or drop the column; the engine "
-                "does not ignore it"
+        item = _nonmem_item(column)
+        if item is not None and column not in mapped:
+            advice = _ITEM_ADVICE.get(
+                item, f"name its role in pmx_roles ({item.lower()}=...) or drop the column"
             )
+            raise ValueError(
+                f"column {column!r} reads as NONMEM's {item} data item, and no role maps it: "
+                f"{advice}; the engine does not ignore it"
+            )
+
+
+def _nonmem_item(column: object) -> str | None:
+    """The NONMEM data item a column name reads as (case-insensitive), or None."""
+    name = str(column).strip().upper()
+    if name in _NONMEM_ITEMS:
+        return name
+    return next((p for p in _CENSORING_PREFIXES if name.startswith(p)), None)
 
 
 def _role_values(data: pd.DataFrame, roles: PmxRoles) -> dict[str, np.ndarray]:

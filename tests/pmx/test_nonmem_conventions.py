@@ -1,6 +1,7 @@
 """NONMEM dataset conventions: supported (ADDL/II, CMT dose routes) or refused naming the
 column and rows, never ignored; and the bad inputs a sweep of the public API found silent."""
 
+import inspect
 from dataclasses import replace
 
 import numpy as np
@@ -22,6 +23,11 @@ def _theo_md_nonmem_style():
     first = doses & ~data.duplicated(["ID", "EVID"])
     compact = data.assign(ADDL=np.where(first, 6, 0), II=np.where(first, 24.0, 0.0))
     return compact[~doses | first].reset_index(drop=True), replace(roles, addl="ADDL", ii="II")
+
+
+@pytest.fixture(scope="module")
+def theo_sd():
+    return load_dataset("theo_sd")
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +60,31 @@ def test_an_unmapped_nonmem_column_is_refused():
     data, roles = load_dataset("theo_sd")
     with pytest.raises(ValueError, match="column 'blq' reads as NONMEM's BLQ"):
         prepare_study(data.assign(blq=0), roles)
+
+
+@pytest.mark.parametrize(
+    ("column", "advice"),
+    [
+        ("BLQ", r"pmx_roles\(cens=\.\.\.\), with DV holding the limit"),
+        ("LLOQ", r"pmx_roles\(cens=\.\.\.\), with DV holding the limit"),
+        ("LOQ", r"pmx_roles\(cens=\.\.\.\), with DV holding the limit"),
+        ("LIMIT", r"pmx_roles\(cens=\.\.\.\), with DV holding the limit"),
+        ("CENS", r"pmx_roles\(cens=\.\.\.\), with DV holding the limit"),
+        ("DUR", r"infusion rate AMT/DUR in a column named in pmx_roles\(rate=\.\.\.\)"),
+        ("PCMT", "drop the column: the engine observes the central compartment"),
+        ("BLQFLAG", r"NONMEM's BLQ data item.*pmx_roles\(cens=\.\.\.\)"),
+        ("lloq_mg", r"NONMEM's LLOQ data item.*pmx_roles\(cens=\.\.\.\)"),
+        ("Cens2", r"NONMEM's CENS data item.*pmx_roles\(cens=\.\.\.\)"),
+    ],
+)
+def test_an_unmapped_item_without_a_role_of_its_name_points_to_what_exists(theo_sd, column, advice):
+    # The advice must name arguments pmx_roles has: lloq=, blq=, dur= and pcmt= do not exist.
+    data, roles = theo_sd
+    with pytest.raises(ValueError, match=f"column '{column}' reads as .*{advice}") as refused:
+        prepare_study(data.assign(**{column: 0}), roles)
+    for absent in ("lloq=", "blq=", "loq=", "limit=", "dur=", "pcmt="):
+        assert absent not in str(refused.value)
+    assert "rate" in inspect.signature(pmx_roles).parameters
 
 
 def _with(loaded, **changes):
@@ -193,6 +224,25 @@ def test_one_column_for_two_roles_is_refused():
         pmx_roles(id="ID", time="T", dv="DV", amt="AMT", evid="EVID", covariates=["AMT"])
     with pytest.raises(ValueError, match="addl needs ii"):
         pmx_roles(id="ID", time="T", dv="DV", amt="AMT", evid="EVID", addl="ADDL")
+
+
+@pytest.mark.parametrize(
+    ("changes", "column", "roles"),
+    [
+        ({"time": "ID"}, "ID", "id and time"),
+        ({"dvid": "CMT"}, "CMT", "dvid and cmt"),
+        ({"arm": "WT"}, "WT", "arm and a covariate or keep column"),
+        ({"covariates": ("WT", "ID")}, "ID", "id and a covariate or keep column"),
+    ],
+)
+def test_one_column_for_two_roles_is_refused_on_roles_made_by_replace(
+    theo_sd, changes, column, roles
+):
+    # dataclasses.replace skips pmx_roles' check; prepare_study must repeat it (time="ID"
+    # once read as "duplicated rows", dvid="CMT" read every observation's endpoint as "2").
+    data, base = theo_sd
+    with pytest.raises(ValueError, match=f"column '{column}' is named for two roles \\({roles}\\)"):
+        prepare_study(data, replace(base, **changes))
 
 
 def test_absurd_doses_and_overflowing_predictions_are_refused():
