@@ -81,6 +81,7 @@ from ..pmx.study import (
     PmxRoles,
     StudyEvents,
     _correlated_names,
+    _effect_formulas,
     _random_names,
     load_dataset,
     prepare_study,
@@ -276,6 +277,7 @@ def synpmx_model_estimate(
     earlier_releases: list | None = None,
     random: tuple[str, ...] | list[str] | None = None,
     correlated: tuple[str, str] | list[str] | None = None,
+    effects: tuple[str, ...] | list[str] | None = None,
 ) -> ModelFit:
     """Fit the population PK and PD models and read each patient's influence, in rounds.
 
@@ -335,6 +337,11 @@ def synpmx_model_estimate(
         :func:`synpmx_lite.pmx.study.pmx_roles` takes them). The fingerprint releases their
         correlation (``correlation``), and each patient's move of it is read by the
         infinitesimal jackknife.
+    effects : sequence of str, optional
+        The covariate effects on PK parameters, as formulas (``"cl ~ WT/70"``,
+        :func:`synpmx_lite.pmx.study.pmx_roles` takes them, each naming one of the roles'
+        covariates; default the roles' own, and ``()`` fits none). The fingerprint releases
+        each, and each patient's move of each is read.
 
     Returns
     -------
@@ -367,6 +374,10 @@ def synpmx_model_estimate(
             raise TypeError(f"roles must be a PmxRoles, got {type(roles).__name__}")
         pair = _correlated_names(correlated, roles.model, roles.random)
         roles = dataclasses.replace(roles, correlated=pair)
+    if effects is not None:
+        if not isinstance(roles, PmxRoles):
+            raise TypeError(f"roles must be a PmxRoles, got {type(roles).__name__}")
+        roles = dataclasses.replace(roles, effects=_effect_formulas(effects, roles.covariates))
     study = prepare_study(data, roles)
     _refuse_identifiers(study)
     refusal = release_refusal(study)

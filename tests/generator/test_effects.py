@@ -68,7 +68,7 @@ def test_a_malformed_effect_is_refused(change, message):
 
 def test_synthetic_patients_carry_the_released_weight_slope(released):
     """The slope of log CL on log weight fitted to the synthetic data agrees with the source
-    fit's within two of its SEs (the release rounds it to one figure)."""
+    fit's within one of its SEs, as the issue asks (the release rounds it to one figure)."""
     fit, fingerprint = released
     bigger = dataclasses.replace(
         fingerprint,
@@ -87,7 +87,8 @@ def test_synthetic_patients_carry_the_released_weight_slope(released):
     for name in ("cl", "v"):
         label = f"{name} ~ WT/70"
         slope = refit.effects[label]
-        assert abs(slope - source.loc[label, "estimate"]) < 2 * source.loc[label, "se"], name
+        # One SE: the verifier measured 0.50 SE for cl and 0.09 SE for v (seed 2, 240 patients).
+        assert abs(slope - source.loc[label, "estimate"]) < source.loc[label, "se"], name
         assert abs(slope - EXPONENTS[name]) < 0.3
 
 
@@ -163,3 +164,24 @@ def test_residual_readings_are_off_by_default():
     assert not [c for c in fit.privacy.moves.columns if c.endswith("residual error")]
     with pytest.raises(TypeError, match="residual_readings"):
         synpmx_model_estimate(data, roles, residual_readings="yes")
+
+
+def test_the_effects_keyword_fits_as_roles_carrying_the_effects():
+    data, roles = weight_data(n=12, seed=4)
+    assert roles.effects == ()
+    effects = ("cl ~ WT/70",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_keyword = synpmx_model_estimate(data, roles, drop_influential=False, effects=effects)
+        by_roles = synpmx_model_estimate(
+            data, dataclasses.replace(roles, effects=effects), drop_influential=False
+        )
+    assert list(by_keyword.pk.effects.index) == ["cl ~ WT/70"]
+    assert by_keyword.pk.effects.equals(by_roles.pk.effects)
+    assert by_keyword.pk.ofv == by_roles.pk.ofv
+    assert model_fingerprint(by_keyword) == model_fingerprint(by_roles)
+    # The keyword goes through the roles' checks: a formula must name one of the covariates.
+    with pytest.raises(ValueError, match="effects: 'cl ~ HT' names 'HT'"):
+        synpmx_model_estimate(data, roles, effects=("cl ~ HT",))
+    with pytest.raises(TypeError, match="effects must be a sequence"):
+        synpmx_model_estimate(data, roles, effects="cl ~ WT/70")
