@@ -381,6 +381,7 @@ class PopulationFit:
         from .diagnostics import epsilon_shrinkage
 
         return epsilon_shrinkage(self.residuals())
+
     @property
     def individual(self) -> pd.DataFrame:
         """Each patient's parameters: typical value, covariate effects and random effects."""
@@ -412,9 +413,13 @@ class PopulationFit:
         pandas.DataFrame
             One row per estimated parameter (index ``(kind, name)`` with kind ``typical``,
             ``omega_sd`` or ``residual``); columns ``estimate``, ``se``, ``rse_percent``,
-            ``ci_low`` and ``ci_high`` (the 95 % interval), and ``shrinkage_percent``
-            (between-subject SDs only). SEs and intervals are NaN where the covariance step
-            failed or the parameter sits at a bound.
+            ``ci_low`` and ``ci_high`` (the 95 % interval), and ``shrinkage_percent``: on a
+            between-subject SD its eta-shrinkage, :math:`1 - \mathrm{SD}(\hat\eta_k)/\omega_k`
+            (``shrinkage``), on every residual error row the fit's epsilon-shrinkage,
+            :math:`1 - \mathrm{SD}(\mathrm{IWRES})` over the observations in the likelihood
+            (``epsilon_shrinkage``; Savic and Karlsson, 2009; NaN for a fit that holds no
+            study), as percentages, NaN elsewhere. SEs and intervals are NaN where the
+            covariance step failed or the parameter sits at a bound.
         """
         if method not in ("hessian", "sandwich"):
             raise ValueError(f"method must be 'hessian' or 'sandwich', got {method!r}")
@@ -430,6 +435,9 @@ class PopulationFit:
             log_se.loc[covariance.index] = np.sqrt(np.diag(covariance.to_numpy()))
         shrinkage = pd.Series(np.nan, index=estimates.index)
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
+        if self.study is not None:
+            # One IWRES pool, so one epsilon-shrinkage for every residual error component.
+            shrinkage.loc["residual"] = 100 * self.epsilon_shrinkage
         half_width = special.ndtri(0.975) * log_se
         table = pd.DataFrame(
             {

@@ -253,6 +253,13 @@ def test_the_summary_is_a_pmx_parameter_table():
         summary.loc["omega_sd", "shrinkage_percent"], 100 * fit.shrinkage.to_numpy()
     )
     assert summary.loc["typical", "shrinkage_percent"].isna().all()
+    # Epsilon-shrinkage beside eta-shrinkage, on each residual error row.
+    np.testing.assert_array_equal(
+        summary.loc["residual", "shrinkage_percent"], [100 * fit.epsilon_shrinkage] * 2
+    )
+    assert 0 < fit.epsilon_shrinkage < 1
+    without_study = replace(fit, study=None).summary()
+    assert without_study.loc["residual", "shrinkage_percent"].isna().all()
     assert np.all(np.linalg.eigvalsh(fit.covariance.to_numpy()) > 0)
     text = str(fit)
     assert "RSE %" in text and f"OFV {fit.ofv:.2f} (converged)" in text
