@@ -418,7 +418,9 @@ class PopulationFit:
             (``shrinkage``), on every residual error row the fit's epsilon-shrinkage,
             :math:`1 - \mathrm{SD}(\mathrm{IWRES})` over the observations in the likelihood
             (``epsilon_shrinkage``; Savic and Karlsson, 2009; NaN for a fit that holds no
-            study), as percentages, NaN elsewhere. SEs and intervals are NaN where the
+            study, or whose residuals cannot be computed because the marginal covariance of
+            a patient's observations is not positive definite), as percentages, NaN
+            elsewhere. SEs and intervals are NaN where the
             covariance step failed or the parameter sits at a bound.
         """
         if method not in ("hessian", "sandwich"):
@@ -437,7 +439,12 @@ class PopulationFit:
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
         if self.study is not None:
             # One IWRES pool, so one epsilon-shrinkage for every residual error component.
-            shrinkage.loc["residual"] = 100 * self.epsilon_shrinkage
+            # A degenerate fit's marginal covariance (for WRES) may not factor: the table
+            # is still read for its other columns.
+            try:
+                shrinkage.loc["residual"] = 100 * self.epsilon_shrinkage
+            except linalg.LinAlgError:
+                pass
         half_width = special.ndtri(0.975) * log_se
         table = pd.DataFrame(
             {

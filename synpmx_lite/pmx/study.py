@@ -724,8 +724,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     ValueError
         One column named for two roles (also on roles made by ``dataclasses.replace``), a
         missing column, a column named like a NONMEM data item (ADDL, II, SS, CMT, BLQ, LLOQ,
-        CENS, ..., or a name starting BLQ, LLOQ or CENS) that no role maps, missing or infinite times, doses or codes, an unknown
-        event code, a negative time or dose, a dose past 1e15, an amount on an observation row,
+        CENS, ..., or a name starting BLQ, LLOQ or CENS) that no role maps, missing or
+        infinite times, doses or codes, an unknown event code, a negative time or dose, a dose
+        past 1e15, an amount on an observation row,
         a steady-state dose the engine does not model (SS other than 0 and 1, SS 1 without a
         positive II, on an infusion, under a lag time, or after an earlier dose of its period),
         additional doses without a positive interval, a dose into a compartment the model has no

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.pmx import diagnostics
+from synpmx_lite.pmx import diagnostics, population
 from synpmx_lite.pmx.blq import simulate_blq_study
 from synpmx_lite.pmx.diagnostics import epsilon_shrinkage, fit_residuals, visual_predictive_check
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
@@ -104,6 +104,22 @@ def test_the_degenerate_flip_flop_fit_of_a_warfarin_shadow_cohort_is_flagged():
 def test_a_fit_on_the_usual_side_runs_no_mirror_and_stays_converged():
     fit = fit_population(prepare_study(*load_dataset("warfarin")))
     assert fit.converged and fit.typical["ka"] > fit.typical["cl"] / fit.typical["v"]
+
+
+def test_a_search_stuck_on_the_flip_flop_side_is_flagged_as_a_local_optimum(monkeypatch):
+    # The only start is the flip-flop mirror of warfarin's optimum (ka and CL/V swapped): the
+    # search stays on that side, and the mirror search finds the usual optimum, lower.
+    study = prepare_study(*load_dataset("warfarin"))
+    usual = fit_population(study)
+    cl, v, ka = usual.typical[["cl", "v", "ka"]]
+    monkeypatch.setattr(population, "_pooled_starts", lambda *_: [np.log([cl, cl / ka, cl / v])])
+    with pytest.warns(FitWarning, match="a local optimum: another start, the flip-flop mirror"):
+        stuck = fit_population(study)
+    assert not stuck.converged and stuck.typical["ka"] < stuck.typical["cl"] / stuck.typical["v"]
+    [message] = [m for m in stuck.diagnostics if "local optimum" in m]
+    lower_by = float(message.split("lower by ")[1].split(";")[0])
+    assert lower_by == pytest.approx(stuck.ofv - usual.ofv, rel=0.01)
+    assert float(message.split("against ")[1].split(" ")[0]) == pytest.approx(v, rel=0.01)
 
 
 @pytest.mark.parametrize("corrected", [False, True])
