@@ -436,7 +436,8 @@ def release_epsilon_bound(audit: Audit) -> pd.Series:
         ``epsilon`` (the resampled bound of :func:`resampled_epsilon`), ``attack`` (the attack
         that gives it) and ``confidence``, each attack's level: 95 % Bonferroni-corrected for
         taking the largest of :data:`AUDIT_ATTACKS` (the tails at a third of 5 %, read from
-        the audit's resamples, so near their extremes).
+        the audit's resamples: the stored audits as released have
+        :data:`~synpmx_lite.attacks.audit_results.BOUND_RESAMPLES`, about 17 beyond each tail).
 
     Raises
     ------
@@ -631,7 +632,8 @@ def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, floa
     Parameters
     ----------
     before, after : Audit
-        Two audits of the same shadow releases at different roundings, with the same seed.
+        Two audits of the same shadow releases at different roundings, with the same seed
+        (paired on the resamples they share, the first of the larger).
     attack : str
         One of :data:`AUDIT_ATTACKS`.
 
@@ -641,10 +643,12 @@ def paired_change(before: Audit, after: Audit, attack: str) -> tuple[float, floa
     """
     if not np.array_equal(before.member, after.member):
         raise ValueError("before, after: audits of different shadow cohorts cannot be paired")
-    if not np.array_equal(before.resample_index, after.resample_index):
+    # A seed draws the same first resamples whatever their number: pair those in common.
+    common = min(len(before.resample_index), len(after.resample_index))
+    if not np.array_equal(before.resample_index[:common], after.resample_index[:common]):
         raise ValueError("before, after: audits with different resamples (seeds) cannot be paired")
     aucs = [audit.summary.set_index("attack").loc[attack, "auc"] for audit in (before, after)]
-    change = after.resampled[attack][:, 0] - before.resampled[attack][:, 0]
+    change = after.resampled[attack][:common, 0] - before.resampled[attack][:common, 0]
     return float(aucs[1] - aucs[0]), _bootstrap_se(change, after.replicates)
 
 

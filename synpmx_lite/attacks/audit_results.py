@@ -55,6 +55,7 @@ from .shadow_releases import (
 
 __all__ = [
     "AUDIT_SOURCES",
+    "BOUND_RESAMPLES",
     "RERUNS",
     "SHUFFLES",
     "SHUFFLE_RESAMPLES",
@@ -66,6 +67,9 @@ __all__ = [
 
 #: The sources the stored audits depend on: the shadow releases' and the audit's.
 AUDIT_SOURCES = (*SHADOW_SOURCES, "attacks/audit.py", "attacks/audit_results.py")
+#: Bootstrap resamples of each study's audit as released (one figure), whose Bonferroni tails
+#: (a sixth of 5 % each) the release's epsilon bound reads: about 17 resamples beyond each.
+BOUND_RESAMPLES = 2000
 #: Disjoint groups of each study's shadow releases audited as independent reruns.
 RERUNS = 5
 #: Null-control reruns (shuffles) on the first study, and the bootstrap resamples of each.
@@ -119,6 +123,7 @@ def audit_settings(
     *,
     seed: int = AUDIT_SEED,
     resamples: int = RESAMPLES,
+    bound_resamples: int = BOUND_RESAMPLES,
     reruns: int = RERUNS,
     shuffles: int = SHUFFLES,
     shuffle_resamples: int = SHUFFLE_RESAMPLES,
@@ -127,6 +132,7 @@ def audit_settings(
     return {
         "seed": check_count(seed, "seed", minimum=0),
         "resamples": check_count(resamples, "resamples", minimum=2),
+        "bound_resamples": check_count(bound_resamples, "bound_resamples", minimum=2),
         "reruns": check_count(reruns, "reruns", minimum=2),
         "shuffles": check_count(shuffles, "shuffles", minimum=1),
         "shuffle_resamples": check_count(shuffle_resamples, "shuffle_resamples", minimum=2),
@@ -147,6 +153,7 @@ def audit_results(
     *,
     seed: int = AUDIT_SEED,
     resamples: int = RESAMPLES,
+    bound_resamples: int = BOUND_RESAMPLES,
     reruns: int = RERUNS,
     shuffles: int = SHUFFLES,
     shuffle_resamples: int = SHUFFLE_RESAMPLES,
@@ -158,7 +165,10 @@ def audit_results(
     seed : int, default AUDIT_SEED
         Seed of every audit's threshold split, shuffle and bootstrap (keyword-only).
     resamples : int, default RESAMPLES
-        Bootstrap resamples of every audit but the shuffles (keyword-only).
+        Bootstrap resamples of every audit but the shuffles and the audits as released
+        (keyword-only).
+    bound_resamples : int, default BOUND_RESAMPLES
+        Bootstrap resamples of each study's audit as released, at one figure (keyword-only).
     reruns : int, default RERUNS
         Groups of :func:`~synpmx_lite.attacks.audit.rerun_spread` (keyword-only).
     shuffles, shuffle_resamples : int
@@ -169,8 +179,8 @@ def audit_results(
     AuditResults
     """
     settings = audit_settings(
-        seed=seed, resamples=resamples, reruns=reruns, shuffles=shuffles,
-        shuffle_resamples=shuffle_resamples,
+        seed=seed, resamples=resamples, bound_resamples=bound_resamples, reruns=reruns,
+        shuffles=shuffles, shuffle_resamples=shuffle_resamples,
     )  # fmt: skip
     stored = load_or_compute(
         _NAME, settings=settings, sources=audit_digest(),
@@ -207,8 +217,12 @@ def _audit_arrays(settings: dict, report: Callable[[int, int], None]) -> dict[st
 def _runs(settings: dict) -> list[tuple[str, str, dict]]:
     """Each audit of one study: its kind, level and options of ``audit_shadows``."""
     common = {"seed": settings["seed"], "resamples": settings["resamples"]}
+    released = common | {"resamples": settings["bound_resamples"]}
     return [
-        *(("audit", level, common) for level in RELEASE_LEVELS),
+        *(
+            ("audit", level, released if level == "1 figure" else common)
+            for level in RELEASE_LEVELS
+        ),
         ("null", "1 figure", common | {"null_control": True}),
         ("lenient", "1 figure", common | {"keep_residual_faults": True}),
     ]

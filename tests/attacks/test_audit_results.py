@@ -1,12 +1,23 @@
 """The stored audits: current for the settings and sources that made them, and reproduced by
 a recomputation of their point results and first resamples."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.attacks.audit import AUDIT_ATTACKS, AUDIT_SEED, audit_shadows, pk_width
+from synpmx_lite.attacks.audit import (
+    AUDIT_ATTACKS,
+    AUDIT_SEED,
+    RESAMPLES,
+    audit_shadows,
+    paired_change,
+    pk_width,
+    release_epsilon_bound,
+)
 from synpmx_lite.attacks.audit_results import (
+    BOUND_RESAMPLES,
     AuditResults,
     _from_arrays,
     audit_digest,
@@ -89,11 +100,42 @@ def test_every_page_finds_its_audits(results):
         assert set(results.audits[name, "1 figure"].scores) == set(AUDIT_ATTACKS)
         assert list(results.reruns[name].index) == list(AUDIT_ATTACKS)
     assert len(results.shuffles) == len(AUDIT_ATTACKS) * results.settings["shuffles"]
-    # Audits of one study at every rounding share their resamples, so they pair.
-    index = [results.audits["warfarin", lv].resample_index for lv in RELEASE_LEVELS]
-    assert all(np.array_equal(index[0], other) for other in index[1:])
+    # Audits of one study at every rounding share their first resamples, so they pair; the
+    # audit as released has more, for its epsilon bound's tails.
+    index = {lv: results.audits["warfarin", lv].resample_index for lv in RELEASE_LEVELS}
+    assert len(index["1 figure"]) == BOUND_RESAMPLES and len(index["unrounded"]) == RESAMPLES
+    assert all(np.array_equal(index["unrounded"], other[:RESAMPLES]) for other in index.values())
+
+
+def test_a_paired_change_uses_the_resamples_in_common(results):
+    before, after = results.audits["warfarin", "unrounded"], results.audits["warfarin", "1 figure"]
+    shortened = dataclasses.replace(
+        after, resampled={a: v[:RESAMPLES] for a, v in after.resampled.items()},
+        resample_index=after.resample_index[:RESAMPLES],
+    )  # fmt: skip
+    assert paired_change(before, after, "LiRA online") == paired_change(
+        before, shortened, "LiRA online"
+    )
+
+
+def test_the_release_bound_varies_little_across_independent_resamples(results):
+    # The bound reads its resamples' 1/120 tails: two disjoint halves of them (independent
+    # bootstraps, each with half the resamples beyond a tail) must agree with the whole.
+    audit = results.audits["warfarin", "1 figure"]
+    whole = release_epsilon_bound(audit)["epsilon"]
+    half = BOUND_RESAMPLES // 2
+    halves = [
+        release_epsilon_bound(
+            dataclasses.replace(audit, resampled={a: v[part] for a, v in audit.resampled.items()})
+        )["epsilon"]
+        for part in (slice(None, half), slice(half, None))
+    ]
+    assert whole > 0.5
+    assert max(abs(h - whole) for h in halves) < 0.05 * whole, (whole, halves)
 
 
 def test_audit_settings_refuse_bad_counts():
     with pytest.raises(ValueError, match="resamples"):
         audit_settings(resamples=1)
+    with pytest.raises(ValueError, match="bound_resamples"):
+        audit_settings(bound_resamples=1)

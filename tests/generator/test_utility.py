@@ -35,7 +35,7 @@ from synpmx_lite.generator.utility import (
 )
 from synpmx_lite.pmx.population import FitWarning
 from synpmx_lite.pmx.study import load_dataset
-from synpmx_lite.stored import read_stored, sources_digest
+from synpmx_lite.stored import StoredResult, read_stored, sources_digest
 
 from ..simulated import SIMULATED_ROLES, known_fingerprint
 
@@ -272,3 +272,28 @@ def test_frontier_table_counts_the_independent_releases():
     )
     means = share.reshape(DEFAULT_SETTINGS["dp_draws"], -1).mean(axis=1)
     assert row["se"] == pytest.approx(means.std(ddof=1) / math.sqrt(means.size))
+
+
+def test_frontier_table_clusters_a_private_releases_studies():
+    # Two synthetic studies per private release and three releases, beside four ordinary
+    # refits: a standard error over the six studies, or a count of them, is the bug.
+    names, source = ["typical CL", "omega CL"], np.array([1.0, 0.5])
+    shares = {0: [1.0, 0.0], 1: [1.0, 1.0], 2: [0.5, 0.0]}  # per release, per study
+
+    def refits(recovered: list[float]) -> np.ndarray:
+        # Share 1: both estimates at the source; 0.5: the first; 0: neither (twice the source).
+        return np.array([source * [1 if r > 0 else 2, 1 if r == 1 else 2] for r in recovered])
+
+    arrays = {"s|names": np.array(names), "s|source": source}
+    arrays |= {f"s|{label}": refits([1.0, 0.5, 0.5, 0.0]) for label in PRECISIONS}
+    arrays |= {f"s|epsilon=1|draw={d}": refits(r) for d, r in shares.items()}
+    settings = {"studies": ["s"], "epsilons": [1.0], "dp_draws": 3, "dp_replicates": 2}
+    table = frontier_table(UsefulnessResults(StoredResult(arrays, settings, "", "", 0.0)))
+    private = table[table["release"] == "DP"].iloc[0]
+    means = np.array([np.mean(r) for r in shares.values()])
+    flat = np.concatenate(list(shares.values()))
+    assert private["releases"] == 3
+    assert (table.loc[table["release"] != "DP", "releases"] == 4).all()
+    assert private["usefulness"] == pytest.approx(flat.mean())
+    assert private["se"] == pytest.approx(means.std(ddof=1) / math.sqrt(3))
+    assert abs(private["se"] - flat.std(ddof=1) / math.sqrt(6)) > 0.01
