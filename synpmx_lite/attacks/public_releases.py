@@ -75,7 +75,7 @@ def public_releases(seed: int = 1) -> pd.DataFrame:
         ``fit`` is "converged" or why the fits cannot be trusted, as in
         :func:`~synpmx_lite.generator.estimate.privacy_checks_across_studies`.
     """
-    settings = {"studies": public_studies(), "seed": check_count(seed, "seed", minimum=0)}
+    settings = _settings(seed)
     stored = load_or_compute(
         _NAME,
         settings=settings,
@@ -88,6 +88,11 @@ def public_releases(seed: int = 1) -> pd.DataFrame:
             for column in PUBLIC_COLUMNS
         }
     )
+
+
+def _settings(seed: int) -> dict:
+    """The stored counts' settings: the public studies and the seed."""
+    return {"studies": public_studies(), "seed": check_count(seed, "seed", minimum=0)}
 
 
 def _release_arrays(settings: dict, report) -> dict[str, np.ndarray]:
@@ -111,7 +116,7 @@ def _release_arrays(settings: dict, report) -> dict[str, np.ndarray]:
 
 def main() -> None:
     """Compute and store the shipped counts (default seed)."""
-    settings = {"studies": public_studies(), "seed": 1}
+    settings = _settings(1)
     started = time.perf_counter()
     result = compute(
         _NAME,

@@ -81,10 +81,9 @@ def sweep_rates(settings: dict | None = None) -> pd.DataFrame:
         raise ValueError(
             f"settings must have exactly the keys {sorted(TRACING_SWEEP)}, got {sorted(settings)}"
         )
-    keys = {**settings, "opendp": importlib.metadata.version("opendp")}
     stored = load_or_compute(
         _NAME,
-        settings=keys,
+        settings=_keys(settings),
         sources=sources_digest(SWEEP_SOURCES),
         work=lambda report: _rate_arrays(settings, report),
     )
@@ -94,6 +93,11 @@ def sweep_rates(settings: dict | None = None) -> pd.DataFrame:
             for name, values in stored.arrays.items()
         }
     )
+
+
+def _keys(settings: dict) -> dict:
+    """The stored sweep's keys: its settings and OpenDP's version, whose noise it draws."""
+    return {**settings, "opendp": importlib.metadata.version("opendp")}
 
 
 def _rate_arrays(settings: dict, report) -> dict[str, np.ndarray]:
@@ -110,11 +114,10 @@ def _rate_arrays(settings: dict, report) -> dict[str, np.ndarray]:
 
 def main() -> None:
     """Simulate and store the shipped sweep (:data:`TRACING_SWEEP`)."""
-    settings = {**TRACING_SWEEP, "opendp": importlib.metadata.version("opendp")}
     started = time.perf_counter()
     result = compute(
         _NAME,
-        settings,
+        _keys(TRACING_SWEEP),
         sources_digest(SWEEP_SOURCES),
         lambda report: _rate_arrays(TRACING_SWEEP, report),
     )
