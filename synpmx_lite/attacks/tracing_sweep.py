@@ -96,8 +96,14 @@ def sweep_rates(settings: dict | None = None) -> pd.DataFrame:
 
 
 def _keys(settings: dict) -> dict:
-    """The stored sweep's keys: its settings and OpenDP's version, whose noise it draws."""
-    return {**settings, "opendp": importlib.metadata.version("opendp")}
+    """The stored sweep's keys: its settings and OpenDP's version, whose noise it draws.
+
+    The budgets are keyed as text at 12 significant figures: numpy's power is vectorised
+    differently by CPU, and ``10 ** (np.arange(25) / 8)`` differs in its last bit between
+    machines (316.22776601683796 on one, 316.2277660168379 on another), which is not another
+    sweep."""
+    budgets = [f"{epsilon:.12g}" for epsilon in settings["epsilon"]]
+    return {**settings, "epsilon": budgets, "opendp": importlib.metadata.version("opendp")}
 
 
 def _rate_arrays(settings: dict, report) -> dict[str, np.ndarray]:
