@@ -7,9 +7,10 @@ and empirical Bayes random effects :math:`\hat\eta_i`:
 * PRED :math:`f(\mu, 0)`, the typical patient's prediction; IPRED :math:`f(\mu, \hat\eta_i)`;
 * IWRES :math:`(y - \mathrm{IPRED}) / \sqrt{V(\mathrm{IPRED})}`, with :math:`V(f) = a^2 +
   b^2 f^2` the residual variance of the error model;
-* WRES, NONMEM's first-order weighted residuals: :math:`L_0^{-1}(y_i - \mathrm{PRED})` with
-  :math:`L_0` the Cholesky factor of :math:`G_0 \Omega G_0^\top + \mathrm{diag}\,V(\mathrm{PRED})`
-  and :math:`G_0 = \partial f / \partial \eta` at :math:`\eta = 0`;
+* WRES, NONMEM's first-order weighted residuals: :math:`C_0^{-1/2}(y_i - \mathrm{PRED})` with
+  :math:`C_0^{-1/2}` the symmetric inverse square root of :math:`C_0 = G_0 \Omega G_0^\top +
+  \mathrm{diag}\,V(\mathrm{PRED})` and :math:`G_0 = \partial f / \partial \eta` at
+  :math:`\eta = 0`;
 * CWRES, the conditional weighted residuals of :cite:t:`hooker2007conditional`: the same
   linearisation taken at :math:`\hat\eta_i` instead of 0, so that the expectation is
   :math:`f(\mu, \hat\eta_i) - G \hat\eta_i` and the covariance
@@ -18,7 +19,8 @@ and empirical Bayes random effects :math:`\hat\eta_i`:
 
 Both are taken over a patient's measured observations only: a censored one (Beal's M3) and
 one left out of the likelihood enter neither :math:`y_i` nor the covariance, so that they do
-not move the measured rows' residuals.
+not move the measured rows' residuals. A row of no residual variance (a prediction of 0 under
+proportional error) has no weighted residual either.
 
 Under the model each patient's WRES and CWRES are near independent standard normals; WRES
 is known to be misleading under FOCE fits :cite:p:`hooker2007conditional`, so CWRES is the
@@ -103,10 +105,16 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
                 name: _weighted(problem, r, slope, omega, variance, measured)
                 for name, (r, slope, variance) in weighted.items()
             },
-            "iwres": np.where(measured, (y - ipred) / np.sqrt(a**2 + b**2 * ipred**2), np.nan),
+            "iwres": _iwres(y - ipred, a**2 + b**2 * ipred**2, measured),
         }
     )
     return table
+
+
+def _iwres(r: np.ndarray, variance: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Individual weighted residuals on the measured rows of positive residual variance."""
+    keep = measured & (variance > 0)
+    return np.where(keep, r / np.sqrt(np.where(keep, variance, 1.0)), np.nan)
 
 
 def _measured(problem: _Problem) -> np.ndarray:
@@ -176,10 +184,12 @@ def _weighted(
     variance: np.ndarray,
     measured: np.ndarray,
 ) -> np.ndarray:
-    """Residuals ``r`` decorrelated patient by patient over the ``measured`` rows: ``L^{-1} r``
-    with ``L`` the Cholesky factor of ``G Omega G' + diag(variance)`` (padded to one square
-    block per patient); NaN on the other rows, which enter no patient's block."""
-    rows = np.flatnonzero(measured)
+    """Residuals ``r`` decorrelated patient by patient over the ``measured`` rows:
+    ``C^{-1/2} r`` with ``C^{-1/2}`` the symmetric inverse square root of
+    ``C = G Omega G' + diag(variance)``, as NONMEM takes it (a Cholesky factor would give
+    other residuals, in an order-dependent way); NaN on the other rows, and on rows of no
+    residual variance (a prediction of 0 under proportional error), which enter no block."""
+    rows = np.flatnonzero(measured & (variance > 0))
     patient = problem.patient[rows]
     first = np.searchsorted(patient, np.arange(problem.n_patients))
     slot = np.arange(rows.size) - first[patient]
@@ -193,9 +203,11 @@ def _weighted(
     padded_v[patient, slot] = variance[rows]
     covariance = np.einsum("nak,kl,nbl->nab", padded_g, omega, padded_g)
     covariance[:, np.arange(width), np.arange(width)] += padded_v
-    factor = np.linalg.cholesky(covariance)
+    # Padding rows have no slope and unit variance: a block of their own, left unchanged.
+    values, vectors = np.linalg.eigh(covariance)
+    projected = np.einsum("nba,nb->na", vectors, padded_r) / np.sqrt(values)
     out = np.full(r.size, np.nan)
-    out[rows] = np.linalg.solve(factor, padded_r[..., None])[..., 0][patient, slot]
+    out[rows] = np.einsum("nab,nb->na", vectors, projected)[patient, slot]
     return out
 
 

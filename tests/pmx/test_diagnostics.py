@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.linalg import fractional_matrix_power
 
 from synpmx_lite.pmx import diagnostics, population
 from synpmx_lite.pmx.blq import simulate_blq_study
@@ -13,6 +14,11 @@ from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import FitWarning, fit_population
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
 from tests.pmx.test_population import simulate
+
+
+def inverse_root(covariance):
+    """The symmetric inverse square root NONMEM weights residuals with."""
+    return np.real(fractional_matrix_power(covariance, -0.5))
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +72,7 @@ def test_the_residuals_follow_nonmems_definitions_patient_by_patient(simulated_f
                              for e in np.eye(3)])  # fmt: skip
         ipred = f(mu + eta)
         covariance = g @ omega @ g.T + np.diag(a**2 + b**2 * ipred**2)
-        expected = np.linalg.solve(
-            np.linalg.cholesky(covariance), rows["dv"].to_numpy() - ipred + g @ eta
-        )
+        expected = inverse_root(covariance) @ (rows["dv"].to_numpy() - ipred + g @ eta)
         np.testing.assert_allclose(rows["cwres"], expected, rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(rows["pred"], f(mu), rtol=1e-12)
         np.testing.assert_allclose(
@@ -199,11 +203,9 @@ def test_the_cwres_of_a_correlated_fit_use_the_full_omega(correlated_fit):
                          for e in np.eye(2)])  # fmt: skip
     ipred = f(mu + eta)
     r = rows["dv"].to_numpy() - ipred + g @ eta
-    dense = np.linalg.solve(np.linalg.cholesky(g @ omega @ g.T + np.diag((b * ipred) ** 2)), r)
+    dense = inverse_root(g @ omega @ g.T + np.diag((b * ipred) ** 2)) @ r
     np.testing.assert_allclose(rows["cwres"], dense, rtol=1e-5, atol=1e-7)
-    diagonal = np.linalg.solve(
-        np.linalg.cholesky(g @ np.diag(sd**2) @ g.T + np.diag((b * ipred) ** 2)), r
-    )
+    diagonal = inverse_root(g @ np.diag(sd**2) @ g.T + np.diag((b * ipred) ** 2)) @ r
     assert np.abs(diagonal - dense).max() > 0.05
 
 
@@ -241,3 +243,43 @@ def test_censored_rows_do_not_move_the_measured_rows_residuals():
         np.testing.assert_allclose(
             table.loc[~censored, column], measured[column], rtol=1e-10, atol=1e-12
         )
+
+
+def test_wres_take_the_symmetric_inverse_square_root_not_a_cholesky_factor(simulated_fit):
+    """One patient's WRES by NONMEM's definition; a Cholesky factor gives other values."""
+    fit, study = simulated_fit
+    table = fit_residuals(fit, study)
+    names = list(fit.model.parameters)
+    mu, omega = np.log(fit.typical[names].to_numpy()), np.diag(fit.omega[names].to_numpy())
+    a, b = fit.residual["additive"], fit.residual["proportional"]
+    rows = table[table["id"] == study.ids[5]]
+    times = rows["time"].to_numpy()[None]
+    dose = (study.dose_time[5:6], study.dose_amount[5:6], study.dose_duration[5:6])
+
+    def f(log_theta):
+        return predict_concentrations(fit.model, np.exp(log_theta)[None], *dose, times)[0]
+
+    step = 1e-6
+    g0 = np.column_stack([(f(mu + step * e) - f(mu - step * e)) / (2 * step)
+                          for e in np.eye(3)])  # fmt: skip
+    covariance = g0 @ omega @ g0.T + np.diag(a**2 + b**2 * f(mu) ** 2)
+    r = rows["dv"].to_numpy() - f(mu)
+    np.testing.assert_allclose(rows["wres"], inverse_root(covariance) @ r, rtol=1e-5, atol=1e-7)
+    cholesky = np.linalg.solve(np.linalg.cholesky(covariance), r)
+    assert np.abs(cholesky - rows["wres"].to_numpy()).max() > 0.05
+
+
+def test_rows_of_no_residual_variance_have_no_weighted_residuals():
+    """theo_sd under proportional error: the predose rows (PRED 0 before the oral dose is
+    absorbed, DV not 0) have no residual variance, so no WRES, CWRES or IWRES, and every
+    other row's residuals are finite."""
+    study = prepare_study(*load_dataset("theo_sd"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = fit_population(study, error="proportional")
+    table = fit_residuals(fit, study)
+    silent = (table["pred"] == 0) & (table["dv"] != 0)
+    assert silent.sum() >= 1
+    weighted = ["wres", "cwres", "iwres"]
+    assert table.loc[silent, weighted].isna().all().all()
+    assert np.isfinite(table.loc[~silent & (table["ipred"] > 0), weighted]).all().all()
