@@ -503,12 +503,15 @@ def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
     )
 
 
-def _wide_omega_message(name: str, sd: float) -> str:
-    """The diagnostic of a between-subject SD past ``WIDEST_OMEGA_SD``."""
+def _wide_omega_message(name: str, sd: float, eta: np.ndarray) -> str:
+    """The diagnostic of a between-subject SD past ``WIDEST_OMEGA_SD``, with the span of the
+    patients' own estimates (``eta``, their modes) beside it."""
     return (
-        f"the between-subject SD of {name} is {sd:.3g} on the log scale, above "
-        f"{WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor {np.exp(sd):.3g}, "
-        "which is not a population of similar patients: remove the random effect (eta) on "
+        f"implausible variance: the between-subject SD of {name} is {sd:.3g} on the log "
+        f"scale, above {WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor "
+        f"{np.exp(sd):.3g}, and the patients' estimates of it span a factor "
+        f"{np.exp(np.ptp(eta)):.3g}, which is not a population of similar patients: remove "
+        "the random effect (eta) on "
         f"{name} if the data do not determine it, or find what makes patients differ so (a "
         "covariate, a subpopulation, an error in the data)"
     )
@@ -1084,7 +1087,8 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
         )
     omega_sd = (np.arange(k) >= p) & (np.arange(k) < 2 * p) & ~held
     for i in np.flatnonzero(omega_sd & (x > np.log(WIDEST_OMEGA_SD))):
-        diagnostics.append(_wide_omega_message(index[i][1], float(np.exp(x[i]))))
+        sd, eta = float(np.exp(x[i])), final.eta[0][:, i - p]
+        diagnostics.append(_wide_omega_message(index[i][1], sd, eta))
     for i in np.flatnonzero((at_low | at_high) & ~floor):
         diagnostics.append(f"{names[i]} sits at a bound of its search range")
     if not final.converged.all():

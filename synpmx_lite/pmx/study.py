@@ -274,16 +274,7 @@ def pmx_roles(
         "cens": cens,
     }
     _check_column_names(required, optional)
-    if addl is not None and ii is None:
-        raise ValueError(
-            "addl needs ii: NONMEM's additional doses (ADDL) are given every II hours; name "
-            "the interval column as ii"
-        )
-    if ii is not None and addl is None and ss is None:
-        raise ValueError(
-            "ii is read with addl (additional doses) or ss (a steady-state dose): name one of "
-            "them, or drop ii (the engine does not ignore it)"
-        )
+    _refuse_unpaired_interval(addl, ii, ss)
     covariates, categorical = _covariate_roles(covariates, categorical, weight)
     _refuse_shared_columns(required, optional, covariates + tuple(_as_names(keep, "keep")))
     _check_pk_roles(pk_endpoint, log_dv, model)
@@ -701,6 +692,20 @@ def _padded(table: pd.DataFrame, columns: list[str], n: int, fill: float) -> lis
     return arrays
 
 
+def _refuse_unpaired_interval(addl: str | None, ii: str | None, ss: str | None) -> None:
+    """Refuse ADDL without II, and II with neither ADDL nor SS: either would be misread."""
+    if addl is not None and ii is None:
+        raise ValueError(
+            "addl needs ii: NONMEM's additional doses (ADDL) are given every II hours; name "
+            "the interval column as ii"
+        )
+    if ii is not None and addl is None and ss is None:
+        raise ValueError(
+            "ii is read with addl (additional doses) or ss (a steady-state dose): name one of "
+            "them, or drop ii (the engine does not ignore it)"
+        )
+
+
 def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3) -> StudyEvents:
     """Check an event table against its roles and arrange it for estimation.
 
@@ -754,6 +759,7 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     min_patients = check_count(min_patients, "min_patients", minimum=1)
     # Again here: roles changed with dataclasses.replace never passed through pmx_roles.
     _refuse_shared_columns(*_role_columns(roles))
+    _refuse_unpaired_interval(roles.addl, roles.ii, roles.ss)
     _refuse_unread_columns(data, roles)
     values = _role_values(data, roles)
     is_dose, is_obs = _event_rows(data, roles, values)

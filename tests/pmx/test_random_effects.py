@@ -37,7 +37,11 @@ def test_nimo_without_an_eta_on_q_is_flagged_only_for_the_width_of_vp(nimo_witho
     assert fit.omega_sd["vp"] > 3
     [message] = fit.diagnostics
     assert not fit.converged
-    assert message.startswith("the between-subject SD of vp is 3.32 on the log scale, above 2")
+    assert message.startswith(
+        "implausible variance: the between-subject SD of vp is 3.32 on the log scale, above 2"
+    )
+    span = np.exp(np.ptp(fit.eta["vp"]))
+    assert f"the patients' estimates of it span a factor {span:.3g}" in message
     assert "remove the random effect (eta) on vp" in message
     assert fit.random == ("cl", "v", "vp")
     assert list(fit.omega.index) == ["cl", "v", "vp"]

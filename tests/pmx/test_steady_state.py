@@ -1,5 +1,7 @@
 """Steady-state doses (NONMEM's SS=1) against the explicit doses that lead to them."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -148,6 +150,10 @@ def test_a_steady_state_dose_needs_ii_without_addl():
     del roles["ss"]
     with pytest.raises(ValueError, match=r"ii is read with addl .* or ss"):
         pmx_roles(**roles, ii="II")
+    # Roles edited past pmx_roles are checked again when the study is prepared.
+    for edit in ({"ii": None}, {"addl": None, "ss": None}):
+        with pytest.raises(ValueError, match="addl needs ii|ii is read with addl"):
+            prepare_study(table, dataclasses.replace(with_addl.roles, **edit))
 
 
 def test_the_generator_refuses_steady_state_doses():
