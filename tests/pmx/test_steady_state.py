@@ -152,7 +152,7 @@ def test_a_steady_state_dose_needs_ii_without_addl():
         pmx_roles(**roles, ii="II")
     # Roles edited past pmx_roles are checked again when the study is prepared.
     for edit in ({"ii": None}, {"addl": None, "ss": None}):
-        with pytest.raises(ValueError, match="addl needs ii|ii is read with addl"):
+        with pytest.raises(ValueError, match=r"addl needs ii|ii is read with addl"):
             prepare_study(table, dataclasses.replace(with_addl.roles, **edit))
 
 
