@@ -1133,7 +1133,7 @@ def _run_values(anchor: float, count: int, above: float) -> list[float] | None:
 
 
 def _dose_groups(released: dict, source: _Source) -> list[tuple[int, list]]:
-    """Each released arm's planned doses that ``k`` patients reached by one route:
+    """Each released arm's planned doses, those ``k`` patients reached by either route:
     ``(period, median time)``, in the release's order."""
     study = source.study
     doses = study.doses.assign(
@@ -1429,11 +1429,11 @@ def _untimed(doses: object) -> list:
 
 def _majority_route(group: pd.DataFrame, k: int) -> str | None:
     """The route most of a planned dose's patients took (the depot's on a tie), or None where
-    fewer than ``k`` took it."""
+    fewer than ``k`` patients took the dose by either route."""
     iv = group.loc[group["central"], "patient"].nunique()
     oral = group.loc[~group["central"], "patient"].nunique()
-    most, route = (iv, "iv") if iv > oral else (oral, "oral")
-    return route if most >= k else None
+    route = "iv" if iv > oral else "oral"
+    return route if group["patient"].nunique() >= k else None
 
 
 def _recomputed_keep(i: int, arm: object, keep: dict, source: _Source) -> list[str]:

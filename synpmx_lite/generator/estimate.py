@@ -563,9 +563,9 @@ def _arms_kept(fit: ModelFit) -> list:
 
 
 def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
-    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached by
-    the same route (:func:`~synpmx_lite.generator.protections.dose_route`), their times released
-    by ``release_time``."""
+    """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached,
+    with the majority's route (:func:`~synpmx_lite.generator.protections.dose_route`), their
+    times released by ``release_time``."""
     study, threshold = fit.study, fit.min_arm_patients
     doses = study.doses.copy()
     doses["arm"] = study.arms.to_numpy()[doses["patient"]]

@@ -25,8 +25,9 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   cell value must not be attributable to fewer than ``k`` contributors.
 * **A planned dose's route is the arm's** (the threshold rule, verified by P3): a planned dose
   is released with the route (``"iv"`` or ``"oral"``) most of the patients who reached it took,
-  where at least ``min_patients`` took it (:func:`dose_route`); otherwise the dose is not
-  planned. A study mixing IV and oral doses within one arm is released as the arm's majority.
+  where at least ``min_patients`` took the dose by either route (:func:`dose_route`); otherwise
+  the dose is not planned. A study mixing IV and oral doses within one arm is released as the
+  arm's majority, and an arm split evenly is planned like any other.
 * **Trimmed summaries on enough patients** (the trimming, verified by P3): the trimmed mean and
   SD rest on at least ``min_patients`` patients once the extremes are set aside (at least one at
   each end), or are withheld. With 4 patients the core would hold 2, and its mean and SD give
@@ -524,6 +525,10 @@ def _grid_unit(value: float, figures: int) -> float:
 def dose_route(routes: object, owners: object, *, min_patients: int) -> str | None:
     """The route to release a planned dose with: the one most of its patients took.
 
+    The dose is planned where at least ``min_patients`` patients reached it by either route,
+    so that an arm split evenly between routes is planned like any other (leaving it out
+    would let the arm's size tell the split); only the majority's route is released.
+
     Parameters
     ----------
     routes : array_like of str
@@ -537,13 +542,16 @@ def dose_route(routes: object, owners: object, *, min_patients: int) -> str | No
     -------
     str or None
         The route the most patients took (``"oral"`` on a tie: the depot, the model's own),
-        or None where fewer than ``min_patients`` took it, and the dose is not planned.
+        or None where fewer than ``min_patients`` patients took the dose at all, and it is
+        not planned.
 
     Examples
     --------
     >>> dose_route(["iv", "iv", "iv", "oral"], [0, 1, 2, 3], min_patients=3)
     'iv'
-    >>> dose_route(["iv", "iv", "oral", "oral"], [0, 1, 2, 3], min_patients=3) is None
+    >>> dose_route(["iv", "iv", "oral", "oral"], [0, 1, 2, 3], min_patients=3)
+    'oral'
+    >>> dose_route(["iv", "oral"], [0, 1], min_patients=3) is None
     True
     """
     routes = np.asarray(routes, dtype=object)
@@ -553,4 +561,4 @@ def dose_route(routes: object, owners: object, *, min_patients: int) -> str | No
     min_patients = check_count(min_patients, "min_patients")
     held = {route: np.unique(owners[routes == route]).size for route in ("oral", "iv")}
     route = max(held, key=held.get)  # "oral" first: it wins a tie
-    return route if held[route] >= min_patients else None
+    return route if np.unique(owners).size >= min_patients else None

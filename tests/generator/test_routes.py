@@ -79,12 +79,37 @@ def test_the_schema_allows_only_the_models_routes(mixroute):
     assert any("lacks ['route']" in p for p in release_problems(release))
 
 
+def test_an_arm_split_evenly_between_routes_is_planned_and_says_nothing_of_the_split():
+    """Attack: an arm of four patients, two given the dose IV and two orally. Left out of the
+    plan, the dose would tell that neither route reached three of the four; planned by the
+    tie's route, the release reads like any arm's. The checks plan it independently of the
+    builder: a release without the dose fails P3."""
+    data, roles = load_dataset("mixroute_sim")
+    iv_ids = data.loc[data["CMT"].eq(2) & data["EVID"].eq(1), "ID"].unique()[:2]
+    oral_ids = data.loc[data["CMT"].eq(1) & data["EVID"].eq(1), "ID"].unique()[:2]
+    split = data["ID"].isin(np.r_[iv_ids, oral_ids])
+    data.loc[split, "DOSE"] = 150
+    data.loc[split & data["EVID"].eq(1), "AMT"] = 150.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = synpmx_model_estimate(data, roles, seed=1)
+    release = json.loads(model_fingerprint(fit).to_json())
+    assert [arm["patients"] for arm in release["arms"]] == [58, 28, 4]
+    assert _routes(release) == [["oral"], ["iv"], ["oral"]]
+    assert (model_privacy_checks(fit)["verdict"] == "pass").all()
+    release["arms"][2]["doses"] = []
+    checks = model_privacy_checks(fit, released=json.dumps(release)).set_index("check")
+    assert checks.loc["P3", "verdict"] == "FAIL"
+
+
 def test_a_planned_dose_takes_its_patients_majority_route_or_is_not_planned():
     assert dose_route(["iv", "iv", "iv", "oral"], [0, 1, 2, 3], min_patients=3) == "iv"
     # A patient's repeated doses count once; a tie goes to the depot.
     assert dose_route(["iv"] * 4 + ["oral"] * 3, [0, 0, 1, 2, 3, 4, 5], min_patients=3) == "oral"
-    # Split two and two, neither route describes three patients: the dose is not planned.
-    assert dose_route(["iv", "iv", "oral", "oral"], [0, 1, 2, 3], min_patients=3) is None
+    # Split two and two, four patients reached the dose: it is planned, by the tie's route.
+    assert dose_route(["iv", "iv", "oral", "oral"], [0, 1, 2, 3], min_patients=3) == "oral"
+    # Fewer than three patients reached it by any route: the dose is not planned.
+    assert dose_route(["iv", "oral", "oral"], [0, 1, 1], min_patients=3) is None
     with pytest.raises(ValueError, match="routes must be 'iv' or 'oral'"):
         dose_route(["im", "iv", "iv"], [0, 1, 2], min_patients=3)
     with pytest.raises(TypeError, match="min_patients"):
