@@ -759,10 +759,12 @@ def _timed_release(fit: ModelFit, arms: list, cohort: np.ndarray) -> tuple[list,
     or pass); a run of ``m`` times is released as ``m`` increasing values that all read, at
     two figures, as the two-figure value of the run's middle time (its anchor), above the
     values of the period's earlier runs, on the coarsest grid (fewest figures, at least
-    three, at most :data:`MAX_TIME_FIGURES`) that holds them, centred on the anchor as far
+    two, at most :data:`MAX_TIME_FIGURES`) that holds them, centred on the anchor as far
     as they fit. The released values are thus a function of the two-figure values, the
     times' order and how many they are: the extra figures say where a time stands among its
-    neighbours, never where a patient's time lies within its two-figure cell.
+    neighbours, never where a patient's time lies within its two-figure cell. The order itself
+    is released: where a neighbour is an exact protocol time, a median's place beside it
+    bounds the median by it.
     """
     points: list[tuple[int, float, float]] = []
     release_time = _time_rule([], points, fit.min_arm_patients)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synpmx_lite.generator import checks, estimate
 from synpmx_lite.generator.estimate import (
     ModelFit,
     _arms_kept,
@@ -186,3 +187,10 @@ def test_a_schedule_that_five_figures_cannot_order_is_refused():
     with pytest.raises(ValueError, match=r"times from 4 of period 0 .*MAX_TIME_FIGURES"):
         _ordered_times(points)
     assert _ordered_times(points[:3]) == [99.9, 100.0, 101.0]
+
+
+def test_the_builder_and_the_checks_allow_a_time_the_same_figures():
+    """The checks keep their own bound (they judge the release independently of the builder),
+    so the two must agree: a builder allowed more figures would write releases that fail P3,
+    checks allowing more would pass times the builder never writes."""
+    assert estimate.MAX_TIME_FIGURES == checks.MOST_TIME_FIGURES == 5
