@@ -148,6 +148,8 @@ class _Data:
 
     y: np.ndarray
     tau: np.ndarray
+    times: np.ndarray  # the distinct values of tau, where the shape is evaluated
+    time_index: np.ndarray  # each observation's place among them
     patient: np.ndarray  # position among the endpoint's patients
     starts: np.ndarray
     counts: np.ndarray
@@ -166,7 +168,8 @@ def _ofv_terms(shape: str, data: _Data, x: np.ndarray) -> np.ndarray:
     """Each patient's OFV term ``(B, n)`` at internal points ``x`` ``(B, k)``."""
     x = np.clip(x, -1e6, 1e6)
     baseline = np.exp(np.clip(x[:, :1], -_LOG_BOUND, _LOG_BOUND))
-    h = _shape_batch(shape, x[:, 1:-2], data.tau)
+    # A design's few distinct times: the shape evaluated once at each, then spread.
+    h = _shape_batch(shape, x[:, 1:-2], data.times)[:, data.time_index]
     omega2 = np.exp(2 * np.clip(x[:, -2:-1], -_LOG_BOUND, _LOG_BOUND))
     sigma2 = np.exp(2 * np.clip(x[:, -1:], -_LOG_BOUND, _LOG_BOUND))
     r = data.y - baseline * h
@@ -369,9 +372,13 @@ def _endpoint_data(study: StudyEvents, endpoint: str) -> tuple[_Data, np.ndarray
     patients, position = np.unique(rows["patient"].to_numpy(), return_inverse=True)
     scale = float(rows["since"].max()) or 1.0
     counts = np.bincount(position)
+    tau = rows["since"].to_numpy(float) / scale
+    times, time_index = np.unique(tau, return_inverse=True)
     data = _Data(
         y=rows["dv"].to_numpy(float),
-        tau=rows["since"].to_numpy(float) / scale,
+        tau=tau,
+        times=times,
+        time_index=time_index,
         patient=position,
         starts=np.r_[0, np.cumsum(counts)[:-1]],
         counts=counts.astype(float),

@@ -439,8 +439,8 @@ class PopulationFit:
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
         if self.study is not None:
             # One IWRES pool, so one epsilon-shrinkage for every residual error component.
-            # A degenerate fit's marginal covariance (for WRES) may not factor: the table
-            # is still read for its other columns.
+            # A degenerate fit's marginal covariance (for WRES) may not decompose: the
+            # table is still read for its other columns.
             try:
                 shrinkage.loc["residual"] = 100 * self.epsilon_shrinkage
             except linalg.LinAlgError:

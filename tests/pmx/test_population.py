@@ -445,8 +445,14 @@ def test_parameters_the_data_do_not_determine_are_flagged():
     assert not fit.converged and fit.covariance is not None
     summary = fit.summary()
     assert summary.loc[("typical", "ka"), "rse_percent"] > 235
-    # Its residuals do not factor (WRES), so the table gives no epsilon-shrinkage, not an error.
-    assert summary.loc["residual", "shrinkage_percent"].isna().all()
+    # The twelve predose rows (PRED 0, no residual variance) have no weighted residuals; the
+    # others give WRES (once a Cholesky factor failed on them) and an epsilon-shrinkage.
+    table = fit.residuals()
+    predose = table["pred"] == 0
+    assert predose.sum() == 12 and table.loc[predose, "wres"].isna().all()
+    assert np.isfinite(table.loc[~predose, "wres"]).all()
+    shrinkage = summary.loc["residual", "shrinkage_percent"]
+    np.testing.assert_allclose(shrinkage, 100 * fit.epsilon_shrinkage, rtol=1e-12)
 
 
 def test_standard_errors_stay_out_of_the_released_fingerprint():
