@@ -159,7 +159,9 @@ def compare_blq_methods(
     Parameters are those of :func:`simulate_blq_study`; the fits use the error model the data
     were drawn with (additive on the log scale for ``"log"``). With ``uncensored`` the same
     drawn values are fitted a third time with nothing censored (``"uncensored"``): the bias
-    the estimator has without a limit, against which M3's and M1's read.
+    the estimator has without a limit, against which M3's and M1's read. With ``"combined"``
+    the M3 fit is refused (:func:`~synpmx_lite.pmx.population.fit_population` raises
+    ``ValueError``: censoring hides what determines the additive part of the error).
 
     Returns
     -------

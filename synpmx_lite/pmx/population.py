@@ -73,8 +73,11 @@ change with the units. Such a fit is reported as not converged.
 **Below the limit of quantification: Beal's M3.** An observation flagged censored
 (``roles.cens`` 1, its value the limit :math:`L`) adds :math:`-2\log\Phi((L - f)/\sqrt{V})`,
 minus twice the log-probability of a value below the limit, to :math:`L_i(\eta)` in place of
-its normal term, in the modes and in the OFV alike, under every error model (Beal 2001;
-Ahn et al. 2008). In :math:`H_i` its weight is :math:`g''(z)(\partial z/\partial f)^2`
+its normal term, in the modes and in the OFV alike, under the additive and proportional error
+models and on log concentrations (Beal 2001; Ahn et al. 2008). Combined error on censored
+data is refused: its additive part is set by the low concentrations the censoring hides, and
+M3 returns it far off while reporting convergence (``benchmarks/bench_m3.py``). In
+:math:`H_i` its weight is :math:`g''(z)(\partial z/\partial f)^2`
 (``synpmx_lite.pmx._censored``): the term's exact second derivative in :math:`f` under
 additive error, its Gauss-Newton part where :math:`V` moves with :math:`f`. This is FOCE-I
 with the M3 likelihood, not NONMEM's M3 under ``LAPLACIAN``: the first-order :math:`H_i`
@@ -911,7 +914,24 @@ def _checked_model_and_error(study: object, model: object, error: object) -> tup
         error = "additive" if study.roles.log_dv else "combined"
     if not isinstance(error, str) or error not in ERROR_MODELS:
         raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
+    _refuse_censored_combined(study, error)
     return model, error
+
+
+def _refuse_censored_combined(study: StudyEvents, error: str) -> None:
+    """Refuse combined error on censored data: its additive part is set by the low
+    concentrations that censoring hides, and M3 then returns it far off while reporting
+    convergence (``benchmarks/bench_m3.py`` measures how far)."""
+    if error != "combined" or study.obs_censored is None:
+        return
+    censored = int((study.obs_censored & study.obs_mask).sum())
+    if censored:
+        raise ValueError(
+            f"error='combined' cannot be fitted to censored observations (column "
+            f"{study.roles.cens!r}, {censored} rows): the additive part of the error is "
+            "determined by the low concentrations the censoring hides, and Beal's M3 does not "
+            "recover it; fit error='proportional' or error='additive'"
+        )
 
 
 def _fit(

@@ -227,14 +227,14 @@ def test_the_vpc_draws_the_etas_with_the_fitted_correlation(correlated_fit, monk
 def test_censored_rows_do_not_move_the_measured_rows_residuals():
     """CWRES and WRES of a censored fit's measured rows equal those of the same fit on the
     study without its censored rows; the censored rows have NaN residuals."""
-    data, roles = simulate_blq_study(n=12, lloq=1.5, error="combined", rng=3)
+    data, roles = simulate_blq_study(n=12, lloq=1.5, error="proportional", rng=3)
     observed = data[data["EVID"] == 0]
-    # A censored row before a measured one in some patient: its Cholesky row would lead.
+    # A censored row before a measured one in some patient: it must not enter its block.
     assert (observed.groupby("ID")["CENS"].cummax().astype(bool) & (observed["CENS"] == 0)).any()
     study = prepare_study(data, pmx_roles(**roles))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        fit = fit_population(study, error="combined")
+        fit = fit_population(study, error="proportional")
     table = fit_residuals(fit, study)
     censored = study.obs_censored[study.obs_mask]
     assert table.loc[censored, ["res", "wres", "cwres", "iwres"]].isna().all().all()
