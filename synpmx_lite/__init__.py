@@ -83,6 +83,7 @@ from .generator.cases import ConstructedCases, constructed_warfarin_cases
 from .generator.checks import release_checks
 from .generator.estimate import (
     ModelFit,
+    fit_status,
     model_fingerprint,
     model_privacy_checks,
     privacy_checks_across_studies,
@@ -176,6 +177,7 @@ __all__ = [
     "fit_pd_endpoint",
     "fit_population",
     "fit_residuals",
+    "fit_status",
     "fold_categories",
     "generator_membership_attack",
     "goodness_of_fit_plot",

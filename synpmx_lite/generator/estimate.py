@@ -116,6 +116,7 @@ from .release import Fingerprint, arm_label, engine_label_clashes
 
 __all__ = [
     "ModelFit",
+    "fit_status",
     "model_fingerprint",
     "model_privacy_checks",
     "privacy_checks_across_studies",
@@ -1082,6 +1083,29 @@ def _free_frequencies(fingerprint: Fingerprint) -> int:
     arms = max(len(fingerprint.arms) - 1, 0)
     attendance = sum(e["attendance"] < 1 for e in fingerprint.endpoints.values())
     return levels + arms + attendance + int(0 < fingerprint.dose_change_rate < 1)
+
+
+def fit_status(fit: ModelFit) -> str:
+    """Whether a fit can be trusted, as the ``fit`` column of
+    :func:`privacy_checks_across_studies` says, without running the privacy checks.
+
+    Parameters
+    ----------
+    fit : ModelFit
+        A fit of :func:`synpmx_model_estimate`.
+
+    Returns
+    -------
+    str
+        "converged", or the diagnostics of the PK fit, or of a released PD model's fit (or its
+        leave-one-out refits), that make it untrustworthy; check P5 passes no reading of such
+        a fit.
+    """
+    if not isinstance(fit, ModelFit):
+        raise TypeError(
+            f"fit must be a ModelFit from synpmx_model_estimate, got {type(fit).__name__}"
+        )
+    return _fit_status(fit, model_fingerprint(fit))
 
 
 def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:

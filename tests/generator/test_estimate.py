@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from synpmx_lite.generator.cases import constructed_warfarin_cases
 from synpmx_lite.generator.estimate import (
+    fit_status,
     model_fingerprint,
     model_privacy_checks,
     privacy_checks_across_studies,
@@ -290,7 +291,8 @@ def test_p4_fails_when_the_floor_is_lowered(small_fit):
 
 def test_the_other_public_studies():
     names = ["theo_md", "pheno_sd", "mavoglurant", "nimoData"]
-    table = privacy_checks_across_studies(names).set_index("study")
+    table, all_fits = privacy_checks_across_studies(names, return_fits=True)
+    table = table.set_index("study")
     assert list(table.index) == names
     assert list(table["patients"]) == [12, 59, 120, 12]
     assert (table[["P1", "P2", "P3", "P4"]] == "pass").all().all()
@@ -300,6 +302,12 @@ def test_the_other_public_studies():
     # One patient's move is printed as its band, never as a number about that patient.
     assert table["largest"].str.match(r".+, (under 15|15 to 30|30 or more) (%|points)$").all()
     assert (table["free_frequencies"] >= table["attendance_below_1"]).all()
+    # A fit's status read without the checks is the table's: two trusted, two not.
+    statuses = [fit_status(all_fits[name]) for name in names]
+    assert statuses == list(table["fit"])
+    assert [status == "converged" for status in statuses] == [True, False, True, False]
+    with pytest.raises(TypeError, match="fit must be a ModelFit"):
+        fit_status(all_fits["theo_md"].pk)
     # The fits behind the table, on request, are those it was read from.
     again, fits = privacy_checks_across_studies(names[:1], return_fits=True)
     assert list(fits) == names[:1]
