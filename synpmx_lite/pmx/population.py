@@ -76,7 +76,7 @@ minus twice the log-probability of a value below the limit, to :math:`L_i(\eta)`
 its normal term, in the modes and in the OFV alike, under the additive and proportional error
 models and on log concentrations (Beal 2001; Ahn et al. 2008). Combined error on censored
 data is refused: its additive part is set by the low concentrations the censoring hides, and
-M3 returns it far off while reporting convergence (``benchmarks/bench_m3.py``). In
+M3 can return it far off while reporting convergence (``benchmarks/bench_m3.py``). In
 :math:`H_i` its weight is :math:`g''(z)(\partial z/\partial f)^2`
 (``synpmx_lite.pmx._censored``): the term's exact second derivative in :math:`f` under
 additive error, its Gauss-Newton part where :math:`V` moves with :math:`f`. This is FOCE-I
@@ -421,8 +421,7 @@ class PopulationFit:
             (``shrinkage``), on every residual error row the fit's epsilon-shrinkage,
             :math:`1 - \mathrm{SD}(\mathrm{IWRES})` over the observations in the likelihood
             (``epsilon_shrinkage``; Savic and Karlsson, 2009; NaN for a fit that holds no
-            study, or whose residuals cannot be computed because the marginal covariance of
-            a patient's observations is not positive definite), as percentages, NaN
+            study), as percentages, NaN
             elsewhere. SEs and intervals are NaN where the
             covariance step failed or the parameter sits at a bound.
         """
@@ -442,12 +441,7 @@ class PopulationFit:
         shrinkage.loc["omega_sd"] = 100 * self.shrinkage.to_numpy()
         if self.study is not None:
             # One IWRES pool, so one epsilon-shrinkage for every residual error component.
-            # A degenerate fit's marginal covariance (for WRES) may not decompose: the
-            # table is still read for its other columns.
-            try:
-                shrinkage.loc["residual"] = 100 * self.epsilon_shrinkage
-            except linalg.LinAlgError:
-                pass
+            shrinkage.loc["residual"] = 100 * self.epsilon_shrinkage
         half_width = special.ndtri(0.975) * log_se
         table = pd.DataFrame(
             {
@@ -507,13 +501,14 @@ def _correlation_rows(rho: pd.Series, z_se: pd.Series) -> pd.DataFrame:
 
 
 def _wide_omega_message(name: str, sd: float, eta: np.ndarray) -> str:
-    """The diagnostic of a between-subject SD past ``WIDEST_OMEGA_SD``, with the span of the
-    patients' own estimates (``eta``, their modes) beside it."""
+    """The diagnostic of a between-subject SD past ``WIDEST_OMEGA_SD``, with the SD of the
+    patients' random effects (``eta``, their EBEs) beside it: a figure of every patient, where
+    their span would quote the two most extreme (the diagnostics reach the privacy checks)."""
     return (
         f"implausible variance: the between-subject SD of {name} is {sd:.3g} on the log "
         f"scale, above {WIDEST_OMEGA_SD:g}: one SD moves a patient's {name} by a factor "
-        f"{np.exp(sd):.3g}, and the patients' estimates of it span a factor "
-        f"{np.exp(np.ptp(eta)):.3g}, which is not a population of similar patients: remove "
+        f"{np.exp(sd):.3g} (the SD of the patients' random effects, their EBEs, is "
+        f"{np.std(eta):.3g}), which is not a population of similar patients: remove "
         "the random effect (eta) on "
         f"{name} if the data do not determine it, or find what makes patients differ so (a "
         "covariate, a subpopulation, an error in the data)"
@@ -910,27 +905,35 @@ def _checked_model_and_error(study: object, model: object, error: object) -> tup
     model = study.roles.model if model is None else model
     if not isinstance(model, PkModel):
         raise TypeError(f"model must be a PkModel, got {type(model).__name__}")
-    if error is None:
+    defaulted = error is None
+    if defaulted:
         error = "additive" if study.roles.log_dv else "combined"
     if not isinstance(error, str) or error not in ERROR_MODELS:
         raise ValueError(f"error must be one of {sorted(ERROR_MODELS)}, got {error!r}")
-    _refuse_censored_combined(study, error)
+    _refuse_censored_combined(study, error, defaulted=defaulted)
     return model, error
 
 
-def _refuse_censored_combined(study: StudyEvents, error: str) -> None:
+def _refuse_censored_combined(study: StudyEvents, error: str, *, defaulted: bool) -> None:
     """Refuse combined error on censored data: its additive part is set by the low
-    concentrations that censoring hides, and M3 then returns it far off while reporting
-    convergence (``benchmarks/bench_m3.py`` measures how far)."""
+    concentrations that censoring hides, and M3 then can return it far off while reporting
+    convergence (``benchmarks/bench_m3.py`` measures how far); ``defaulted`` says the error
+    model was the default's, not the caller's."""
     if error != "combined" or study.obs_censored is None:
         return
-    censored = int((study.obs_censored & study.obs_mask).sum())
-    if censored:
+    chosen = " (the default on a linear scale)" if defaulted else ""
+    rows = study.obs_censored & study.obs_mask
+    if rows.any():
+        patient, slot = np.argwhere(rows)[0]
         raise ValueError(
-            f"error='combined' cannot be fitted to censored observations (column "
-            f"{study.roles.cens!r}, {censored} rows): the additive part of the error is "
-            "determined by the low concentrations the censoring hides, and Beal's M3 does not "
-            "recover it; fit error='proportional' or error='additive'"
+            f"error='combined'{chosen} cannot be fitted to censored observations (column "
+            f"{study.roles.cens!r}, {int(rows.sum())} rows; the first of patient "
+            f"{study.ids[patient]!r} at time {study.obs_time[patient, slot]:g}): the additive "
+            "part of the error is set by the concentrations near and below the limit, which "
+            "M3 sees only as probabilities, so that it is not identified where the limit lies "
+            "well above the concentration at which the two parts are equal, and the fit "
+            "reports convergence all the same (benchmarks/bench_m3.py: three times the truth); "
+            "fit error='proportional' or error='additive'"
         )
 
 
