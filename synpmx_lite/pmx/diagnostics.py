@@ -70,7 +70,10 @@ def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
         log concentrations for ``roles.log_dv``), ``pred``, ``ipred``, ``res`` (DV - PRED),
         ``wres``, ``cwres`` and ``iwres``. An observation left out of the likelihood (an
         observed 0 under proportional error) and a censored one (Beal's M3, its ``dv`` the
-        limit) have NaN ``res`` and weighted residuals, and enter no other row's.
+        limit) have NaN ``res`` and weighted residuals, and enter no other row's. So does a
+        row of no residual variance (a prediction of 0 under proportional error, such as a
+        sample before an oral dose is absorbed); every row of a patient whose covariance is
+        degenerate has NaN ``wres`` and ``cwres``.
     """
     _check_fit(fit)
     if not isinstance(study, StudyEvents):
@@ -160,7 +163,8 @@ def _problem(fit: object, study: StudyEvents) -> _Problem:
 
 def epsilon_shrinkage(residuals: pd.DataFrame) -> float:
     """Epsilon-shrinkage :math:`1 - \\mathrm{SD}(\\mathrm{IWRES})` of a residual table
-    (:func:`fit_residuals`), over the observations in the likelihood."""
+    (:func:`fit_residuals`), over the observations that have an IWRES (in the likelihood, with
+    a residual variance)."""
     return float(1 - np.nanstd(residuals["iwres"].to_numpy()))
 
 
@@ -187,8 +191,10 @@ def _weighted(
     """Residuals ``r`` decorrelated patient by patient over the ``measured`` rows:
     ``C^{-1/2} r`` with ``C^{-1/2}`` the symmetric inverse square root of
     ``C = G Omega G' + diag(variance)``, as NONMEM takes it (a Cholesky factor would give
-    other residuals, in an order-dependent way); NaN on the other rows, and on rows of no
-    residual variance (a prediction of 0 under proportional error), which enter no block."""
+    other residuals, in an order-dependent way); NaN on the other rows, on rows of no
+    residual variance (a prediction of 0 under proportional error), which enter no block,
+    and on every row of a patient whose block is not finite or not positive definite to
+    working precision (a degenerate fit), which has no inverse square root."""
     rows = np.flatnonzero(measured & (variance > 0))
     patient = problem.patient[rows]
     first = np.searchsorted(patient, np.arange(problem.n_patients))
@@ -204,10 +210,16 @@ def _weighted(
     covariance = np.einsum("nak,kl,nbl->nab", padded_g, omega, padded_g)
     covariance[:, np.arange(width), np.arange(width)] += padded_v
     # Padding rows have no slope and unit variance: a block of their own, left unchanged.
+    finite = np.isfinite(covariance).all(axis=(1, 2))
+    covariance[~finite] = np.eye(width)
     values, vectors = np.linalg.eigh(covariance)
-    projected = np.einsum("nba,nb->na", vectors, padded_r) / np.sqrt(values)
+    definite = finite & (values[:, 0] > width * np.finfo(float).eps * values[:, -1])
+    root = np.sqrt(np.where(definite[:, None], values, 1.0))
+    projected = np.einsum("nba,nb->na", vectors, padded_r) / root
+    weighted = np.einsum("nab,nb->na", vectors, projected)
+    weighted[~definite] = np.nan
     out = np.full(r.size, np.nan)
-    out[rows] = np.einsum("nab,nb->na", vectors, projected)[patient, slot]
+    out[rows] = weighted[patient, slot]
     return out
 
 

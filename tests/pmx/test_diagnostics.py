@@ -1,5 +1,6 @@
 """Residual diagnostics: NONMEM's PRED, IPRED, WRES, CWRES and IWRES, and epsilon-shrinkage."""
 
+import types
 import warnings
 
 import numpy as np
@@ -283,3 +284,20 @@ def test_rows_of_no_residual_variance_have_no_weighted_residuals():
     weighted = ["wres", "cwres", "iwres"]
     assert table.loc[silent, weighted].isna().all().all()
     assert np.isfinite(table.loc[~silent & (table["ipred"] > 0), weighted]).all().all()
+
+
+def test_a_patient_whose_covariance_has_no_inverse_root_gets_no_weighted_residuals():
+    """Three patients of two rows each: one well posed, one with a non-finite slope, one whose
+    covariance is singular to working precision (a tiny residual variance under a slope of
+    rank one). Only the first has weighted residuals, and they are its inverse root's."""
+    problem = types.SimpleNamespace(patient=np.repeat([0, 1, 2], 2), n_patients=3)
+    r = np.array([0.5, -1.0, 0.3, 0.2, 1.0, 2.0])
+    g = np.array([[1.0], [2.0], [np.nan], [1.0], [1.0], [1.0]])
+    omega = np.array([[0.09]])
+    variance = np.array([0.04, 0.04, 0.04, 0.04, 1e-40, 1e-40])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # degenerate blocks are handled, not warned about
+        weighted = diagnostics._weighted(problem, r, g, omega, variance, np.ones(6, bool))
+    well_posed = g[:2] @ omega @ g[:2].T + np.diag(variance[:2])
+    np.testing.assert_allclose(weighted[:2], inverse_root(well_posed) @ r[:2], rtol=1e-12)
+    assert np.isnan(weighted[2:]).all()
