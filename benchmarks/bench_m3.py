@@ -49,7 +49,7 @@ def bias_table(error: str, replicates: int) -> tuple[pd.DataFrame, float, dict]:
     relative, shares, converged = [], [], []
     # The package refuses this case; the benchmark lifts the refusal to measure why.
     lifted = (
-        mock.patch.object(population, "_refuse_censored_combined", lambda *_: None)
+        mock.patch.object(population, "_refuse_censored_combined", lambda *_, **__: None)
         if error == "combined"
         else nullcontext()
     )

@@ -6,7 +6,9 @@ the probability that a measurement would have fallen below the limit,
 (Beal 2001, method M3). In the objective's units it adds :math:`g(z) = -2\log\Phi(z)` to
 :math:`L_i(\eta)`. The same :math:`z` serves every error model the engine has: :math:`V =
 a^2 + b^2 f^2` (additive, proportional or combined), and on log concentrations :math:`f` and
-:math:`L` are logarithms under an additive error.
+:math:`L` are logarithms under an additive error. The term is written for all three, but
+:func:`synpmx_lite.pmx.population.fit_population` refuses combined error on censored data,
+whose additive part the censoring leaves undetermined.
 
 What is computed is the FOCE-I objective (``synpmx_lite.pmx.population``) with this term
 in place of the density: the modes minimise :math:`L_i(\eta)` with the exact term, and the

@@ -190,14 +190,15 @@ def test_m3_under_combined_error_is_refused_naming_the_column_and_the_rows():
     returned it about three times too large while reporting convergence
     (benchmarks/bench_m3.py), so such a fit is refused, by default error too; the same study
     with its censored rows discarded (its CENS column all 0) fits as before."""
-    study = _censored_study("combined", n=30, lloq=1.5)
-    censored = int((study.obs_censored & study.obs_mask).sum())
-    assert censored > 0
-    for error in ("combined", None):
-        with pytest.raises(
-            ValueError, match=rf"error='combined' .*\(column 'CENS', {censored} rows\)"
-        ):
-            fit_population(study, error=error)
     data, roles = simulate_blq_study(n=30, lloq=1.5, error="combined", rng=3)
+    study = prepare_study(data, pmx_roles(**roles))
+    rows = data[data["CENS"].eq(1) & data["EVID"].eq(0)]
+    assert len(rows) > 0
+    first = f"the first of patient {int(rows['ID'].iloc[0])!r} at time {rows['TIME'].iloc[0]:g}"
+    named = rf"\(column 'CENS', {len(rows)} rows; {first}\)"
+    with pytest.raises(ValueError, match=rf"error='combined' cannot .*{named}"):
+        fit_population(study, error="combined")
+    with pytest.raises(ValueError, match=rf"error='combined' \(the default .*{named}"):
+        fit_population(study)
     uncensored = prepare_study(data[data["CENS"] == 0], pmx_roles(**roles))
     assert fit_population(uncensored, error="combined").n_censored == 0
