@@ -696,13 +696,13 @@ def _refuse_unpaired_interval(addl: str | None, ii: str | None, ss: str | None) 
     """Refuse ADDL without II, and II with neither ADDL nor SS: either would be misread."""
     if addl is not None and ii is None:
         raise ValueError(
-            "addl needs ii: NONMEM's additional doses (ADDL) are given every II hours; name "
-            "the interval column as ii"
+            f"addl needs ii: NONMEM's additional doses (ADDL, column {addl!r}) are given "
+            "every II hours; name the interval column as ii"
         )
     if ii is not None and addl is None and ss is None:
         raise ValueError(
-            "ii is read with addl (additional doses) or ss (a steady-state dose): name one of "
-            "them, or drop ii (the engine does not ignore it)"
+            f"ii (column {ii!r}) is read with addl (additional doses) or ss (a steady-state "
+            "dose): name one of them, or drop ii (the engine does not ignore it)"
         )
 
 

@@ -148,11 +148,15 @@ def test_a_steady_state_dose_needs_ii_without_addl():
     with pytest.raises(ValueError, match="addl needs ii"):
         pmx_roles(**roles, addl="ADDL")
     del roles["ss"]
-    with pytest.raises(ValueError, match=r"ii is read with addl .* or ss"):
+    with pytest.raises(ValueError, match=r"ii \(column 'II'\) is read with addl .* or ss"):
         pmx_roles(**roles, ii="II")
-    # Roles edited past pmx_roles are checked again when the study is prepared.
-    for edit in ({"ii": None}, {"addl": None, "ss": None}):
-        with pytest.raises(ValueError, match=r"addl needs ii|ii is read with addl"):
+    # Roles edited past pmx_roles are checked again when the study is prepared, each named.
+    edits = {
+        r"addl needs ii: .*column 'ADDL'": {"ii": None},
+        r"ii \(column 'II'\) is read with addl": {"addl": None, "ss": None},
+    }
+    for message, edit in edits.items():
+        with pytest.raises(ValueError, match=message):
             prepare_study(table, dataclasses.replace(with_addl.roles, **edit))
 
 
