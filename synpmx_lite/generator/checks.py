@@ -1147,7 +1147,7 @@ def _dose_groups(released: dict, source: _Source) -> list[tuple[int, list]]:
         planned = [
             (int(period), float(group["time"].median()))
             for (period, _), group in doses[doses["arm"] == arm].groupby(["period", "index"])
-            if _majority_route(group, source.min_arm_patients) is not None
+            if group["patient"].nunique() >= source.min_arm_patients
         ]
         groups.append((i, planned))
     return groups
@@ -1387,10 +1387,11 @@ def _recomputed_arms(released: dict, source: _Source, arm_times: list) -> list[s
     ):
         shown, expected = as_mapping(shown), []
         times = arm_times[i] if i < len(arm_times) else []
-        for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
-            route = _majority_route(group, k)
-            if route is None:
+        arm_doses = doses[doses["arm"] == arm]
+        for (period, index), group in arm_doses.groupby(["period", "index"]):
+            if group["patient"].nunique() < k:
                 continue
+            route = _majority_route(arm_doses[arm_doses["period"] == period])
             amounts = group["amount"]
             amount = (
                 float(amounts.iloc[0])
@@ -1427,13 +1428,12 @@ def _untimed(doses: object) -> list:
     return [{k: v for k, v in as_mapping(d).items() if k != "time"} for d in as_sequence(doses)]
 
 
-def _majority_route(group: pd.DataFrame, k: int) -> str | None:
-    """The route most of a planned dose's patients took (the depot's on a tie), or None where
-    fewer than ``k`` patients took the dose by either route."""
-    iv = group.loc[group["central"], "patient"].nunique()
-    oral = group.loc[~group["central"], "patient"].nunique()
-    route = "iv" if iv > oral else "oral"
-    return route if group["patient"].nunique() >= k else None
+def _majority_route(doses: pd.DataFrame) -> str:
+    """The route most of an arm's patients took in a dosing period (``doses``, the arm's
+    doses in it), the depot's on a tie: the route of every planned dose there."""
+    iv = doses.loc[doses["central"], "patient"].nunique()
+    oral = doses.loc[~doses["central"], "patient"].nunique()
+    return "iv" if iv > oral else "oral"
 
 
 def _recomputed_keep(i: int, arm: object, keep: dict, source: _Source) -> list[str]:

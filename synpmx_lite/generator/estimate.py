@@ -565,8 +565,9 @@ def _arms_kept(fit: ModelFit) -> list:
 
 def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
     """Each kept arm: its size and the planned doses at least ``min_arm_patients`` reached,
-    with the majority's route (:func:`~synpmx_lite.generator.protections.dose_route`), their
-    times released by ``release_time``."""
+    each with the route most of the arm's patients took in its period
+    (:func:`~synpmx_lite.generator.protections.dose_route`), their times released by
+    ``release_time``."""
     study, threshold = fit.study, fit.min_arm_patients
     doses = study.doses.copy()
     doses["arm"] = study.arms.to_numpy()[doses["patient"]]
@@ -585,12 +586,17 @@ def _arm_release(fit: ModelFit, arms: list, release_time: TimeRule) -> list:
 
     released = []
     for position, arm in enumerate(arms):
-        planned = []
-        for (period, index), group in doses[doses["arm"] == arm].groupby(["period", "index"]):
-            routes = np.where(group["central"], "iv", "oral")
-            route = dose_route(routes, group["patient"], min_patients=threshold)
-            if route is None:
+        planned, arm_doses = [], doses[doses["arm"] == arm]
+        period_routes = {
+            period: dose_route(
+                np.where(group["central"], "iv", "oral"), group["patient"], min_patients=threshold
+            )
+            for period, group in arm_doses.groupby("period")
+        }
+        for (period, index), group in arm_doses.groupby(["period", "index"]):
+            if group["patient"].nunique() < threshold:
                 continue
+            route = period_routes[period]
             amounts = group["amount"]
             amount = (
                 float(amounts.iloc[0])

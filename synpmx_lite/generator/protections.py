@@ -23,11 +23,14 @@ control (SDC) practice (Hundepool et al. 2012), and say so:
   such a number is moved to the nearest value on the same grid that nobody, or enough patients,
   hold (:func:`protected_value`). The SDC analogue is the threshold rule for magnitude tables: a
   cell value must not be attributable to fewer than ``k`` contributors.
-* **A planned dose's route is the arm's** (the threshold rule, verified by P3): a planned dose
-  is released with the route (``"iv"`` or ``"oral"``) most of the patients who reached it took,
-  where at least ``min_patients`` took the dose by either route (:func:`dose_route`); otherwise
-  the dose is not planned. A study mixing IV and oral doses within one arm is released as the
-  arm's majority, and an arm split evenly is planned like any other.
+* **A planned dose's route is the arm's** (a majority over the arm, verified by P3): a dose is
+  planned where at least ``min_patients`` patients reached it by either route, and every
+  planned dose of an arm's dosing period is released with the route (``"iv"`` or ``"oral"``)
+  most of the arm's patients took in that period (:func:`dose_route`). A study mixing IV and
+  oral doses within one arm is released as the arm's majority, and an arm split evenly is
+  planned like any other. The route is one figure of the whole arm: a route read dose by dose
+  would change between a dose and a later one that fewer patients reached, and tell the
+  route of those who stopped.
 * **Trimmed summaries on enough patients** (the trimming, verified by P3): the trimmed mean and
   SD rest on at least ``min_patients`` patients once the extremes are set aside (at least one at
   each end), or are withheld. With 4 patients the core would hold 2, and its mean and SD give
@@ -523,11 +526,13 @@ def _grid_unit(value: float, figures: int) -> float:
 
 
 def dose_route(routes: object, owners: object, *, min_patients: int) -> str | None:
-    """The route to release a planned dose with: the one most of its patients took.
+    """The route to release an arm's planned doses with: the one most of its patients took.
 
-    The dose is planned where at least ``min_patients`` patients reached it by either route,
-    so that an arm split evenly between routes is planned like any other (leaving it out
-    would let the arm's size tell the split); only the majority's route is released.
+    Given the doses of one arm in one dosing period, it is the route of every planned dose
+    there, so that no released route describes fewer patients than the arm: read dose by dose,
+    a route changing at a dose that fewer patients reached would tell the route of those who
+    stopped. Only the majority's route is released, so an arm split evenly between routes is
+    released like any other (leaving it out would let the arm's size tell the split).
 
     Parameters
     ----------
@@ -542,8 +547,7 @@ def dose_route(routes: object, owners: object, *, min_patients: int) -> str | No
     -------
     str or None
         The route the most patients took (``"oral"`` on a tie: the depot, the model's own),
-        or None where fewer than ``min_patients`` patients took the dose at all, and it is
-        not planned.
+        or None where fewer than ``min_patients`` patients took the doses at all.
 
     Examples
     --------

@@ -5,6 +5,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from synpmx_lite.generator.estimate import (
@@ -102,13 +103,38 @@ def test_an_arm_split_evenly_between_routes_is_planned_and_says_nothing_of_the_s
     assert checks.loc["P3", "verdict"] == "FAIL"
 
 
-def test_a_planned_dose_takes_its_patients_majority_route_or_is_not_planned():
+def test_a_later_dose_fewer_patients_reached_keeps_the_arms_route():
+    """Attack (found in review): an arm of five, three given the dose IV and two orally, and a
+    second dose that one IV and both oral patients took. Read dose by dose, the second dose's
+    route would be oral, and tell that the two who stopped had IV doses; the route is the
+    arm's, so both doses are released IV, and the checks hold it so independently."""
+    data, roles = load_dataset("mixroute_sim")
+    iv_ids = data.loc[data["CMT"].eq(2) & data["EVID"].eq(1), "ID"].unique()[:3]
+    oral_ids = data.loc[data["CMT"].eq(1) & data["EVID"].eq(1), "ID"].unique()[:2]
+    arm = data["ID"].isin(np.r_[iv_ids, oral_ids])
+    data.loc[arm, "DOSE"] = 150
+    data.loc[arm & data["EVID"].eq(1), "AMT"] = 150
+    again = data[data["ID"].isin(np.r_[iv_ids[:1], oral_ids]) & data["EVID"].eq(1)]
+    data = pd.concat([data, again.assign(TIME=30.0)]).sort_values(["ID", "TIME"], kind="stable")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = synpmx_model_estimate(data.reset_index(drop=True), roles, seed=1)
+    release = json.loads(model_fingerprint(fit).to_json())
+    assert [arm["patients"] for arm in release["arms"]] == [58, 27, 5]
+    assert _routes(release)[2] == ["iv", "iv"]
+    assert (model_privacy_checks(fit)["verdict"] == "pass").all()
+    release["arms"][2]["doses"][1]["route"] = "oral"
+    checks = model_privacy_checks(fit, released=json.dumps(release)).set_index("check")
+    assert checks.loc["P3", "verdict"] == "FAIL"
+
+
+def test_an_arms_route_is_its_patients_majority_or_none_below_the_threshold():
     assert dose_route(["iv", "iv", "iv", "oral"], [0, 1, 2, 3], min_patients=3) == "iv"
     # A patient's repeated doses count once; a tie goes to the depot.
     assert dose_route(["iv"] * 4 + ["oral"] * 3, [0, 0, 1, 2, 3, 4, 5], min_patients=3) == "oral"
-    # Split two and two, four patients reached the dose: it is planned, by the tie's route.
+    # Split two and two: the tie's route.
     assert dose_route(["iv", "iv", "oral", "oral"], [0, 1, 2, 3], min_patients=3) == "oral"
-    # Fewer than three patients reached it by any route: the dose is not planned.
+    # Fewer than three patients took the doses by any route: no route describes them.
     assert dose_route(["iv", "oral", "oral"], [0, 1, 1], min_patients=3) is None
     with pytest.raises(ValueError, match="routes must be 'iv' or 'oral'"):
         dose_route(["im", "iv", "iv"], [0, 1, 2], min_patients=3)
