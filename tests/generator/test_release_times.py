@@ -18,6 +18,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synpmx_lite.generator import checks, estimate
 from synpmx_lite.generator.estimate import (
@@ -194,3 +196,24 @@ def test_the_builder_and_the_checks_allow_a_time_the_same_figures():
     so the two must agree: a builder allowed more figures would write releases that fail P3,
     checks allowing more would pass times the builder never writes."""
     assert estimate.MAX_TIME_FIGURES == checks.MOST_TIME_FIGURES == 5
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    anchor=st.floats(0.1, 9999.0).map(lambda x: float(round_significant(x, 2))),
+    count=st.integers(1, 40),
+    below=st.one_of(st.just(None), st.floats(0.8, 1.0, exclude_max=True)),
+)
+def test_the_builder_and_the_checks_spread_a_crowded_run_alike(anchor, count, below):
+    """A run of ``count`` times in one two-figure cell above an earlier time (or none): the
+    builder's spread and the checks' own recomputation give the same values, or both refuse."""
+    above = 0.0 if below is None else anchor * below
+    try:
+        built = estimate._spread(anchor, count, above, 0, anchor)
+    except ValueError:
+        built = None
+    recomputed = checks._run_values(anchor, count, above)
+    assert (built is None) == (recomputed is None)
+    if built is not None:
+        np.testing.assert_allclose(built, recomputed, rtol=1e-12)
+        assert len(built) == count and all(np.diff([above, *built]) > 0)
