@@ -80,20 +80,32 @@ def test_the_schema_allows_only_the_models_routes(mixroute):
     assert any("lacks ['route']" in p for p in release_problems(release))
 
 
+def _new_arm(*, iv: int, oral: int):
+    """mixroute_sim with its first ``iv`` IV and first ``oral`` oral patients moved to an arm
+    of their own (150 mg); the data, the roles and the IDs moved."""
+    data, roles = load_dataset("mixroute_sim")
+    doses = data["EVID"].eq(1)
+    iv_ids = data.loc[data["CMT"].eq(2) & doses, "ID"].unique()[:iv]
+    oral_ids = data.loc[data["CMT"].eq(1) & doses, "ID"].unique()[:oral]
+    moved = data["ID"].isin(np.r_[iv_ids, oral_ids])
+    data.loc[moved, "DOSE"] = 150
+    data.loc[moved & doses, "AMT"] = 150
+    return data, roles, (iv_ids, oral_ids)
+
+
+def _quiet_fit(data, roles):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        return synpmx_model_estimate(data, roles, seed=1)
+
+
 def test_an_arm_split_evenly_between_routes_is_planned_and_says_nothing_of_the_split():
     """Attack: an arm of four patients, two given the dose IV and two orally. Left out of the
     plan, the dose would tell that neither route reached three of the four; planned by the
     tie's route, the release reads like any arm's. The checks plan it independently of the
     builder: a release without the dose fails P3."""
-    data, roles = load_dataset("mixroute_sim")
-    iv_ids = data.loc[data["CMT"].eq(2) & data["EVID"].eq(1), "ID"].unique()[:2]
-    oral_ids = data.loc[data["CMT"].eq(1) & data["EVID"].eq(1), "ID"].unique()[:2]
-    split = data["ID"].isin(np.r_[iv_ids, oral_ids])
-    data.loc[split, "DOSE"] = 150
-    data.loc[split & data["EVID"].eq(1), "AMT"] = 150.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        fit = synpmx_model_estimate(data, roles, seed=1)
+    data, roles, _ = _new_arm(iv=2, oral=2)
+    fit = _quiet_fit(data, roles)
     release = json.loads(model_fingerprint(fit).to_json())
     assert [arm["patients"] for arm in release["arms"]] == [58, 28, 4]
     assert _routes(release) == [["oral"], ["iv"], ["oral"]]
@@ -108,17 +120,10 @@ def test_a_later_dose_fewer_patients_reached_keeps_the_arms_route():
     second dose that one IV and both oral patients took. Read dose by dose, the second dose's
     route would be oral, and tell that the two who stopped had IV doses; the route is the
     arm's, so both doses are released IV, and the checks hold it so independently."""
-    data, roles = load_dataset("mixroute_sim")
-    iv_ids = data.loc[data["CMT"].eq(2) & data["EVID"].eq(1), "ID"].unique()[:3]
-    oral_ids = data.loc[data["CMT"].eq(1) & data["EVID"].eq(1), "ID"].unique()[:2]
-    arm = data["ID"].isin(np.r_[iv_ids, oral_ids])
-    data.loc[arm, "DOSE"] = 150
-    data.loc[arm & data["EVID"].eq(1), "AMT"] = 150
+    data, roles, (iv_ids, oral_ids) = _new_arm(iv=3, oral=2)
     again = data[data["ID"].isin(np.r_[iv_ids[:1], oral_ids]) & data["EVID"].eq(1)]
     data = pd.concat([data, again.assign(TIME=30.0)]).sort_values(["ID", "TIME"], kind="stable")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        fit = synpmx_model_estimate(data.reset_index(drop=True), roles, seed=1)
+    fit = _quiet_fit(data.reset_index(drop=True), roles)
     release = json.loads(model_fingerprint(fit).to_json())
     assert [arm["patients"] for arm in release["arms"]] == [58, 27, 5]
     assert _routes(release)[2] == ["iv", "iv"]

@@ -52,25 +52,35 @@ def test_residuals_are_standard_normal_on_data_simulated_from_the_model(simulate
     assert 0 < fit.epsilon_shrinkage == epsilon_shrinkage(table) < 0.3
 
 
+def _by_hand(fit, study, i):
+    """Patient ``i``'s residual rows, its prediction as a function of the log parameters, and
+    the fit's log typical values, Omega and residual error, to recompute the residuals with."""
+    table = fit_residuals(fit, study)
+    rows = table[table["id"] == study.ids[i]]
+    names = list(fit.model.parameters)
+    dose = (study.dose_time[i : i + 1], study.dose_amount[i : i + 1],
+            study.dose_duration[i : i + 1])  # fmt: skip
+    times = rows["time"].to_numpy()[None]
+
+    def f(log_theta):
+        return predict_concentrations(fit.model, np.exp(log_theta)[None], *dose, times)[0]
+
+    mu, omega = np.log(fit.typical[names].to_numpy()), np.diag(fit.omega[names].to_numpy())
+    return rows, f, mu, omega, fit.residual["additive"], fit.residual["proportional"]
+
+
+def _slopes(f, at, step=1e-6):
+    """Central differences of ``f`` in each log parameter at ``at``."""
+    return np.column_stack([(f(at + step * e) - f(at - step * e)) / (2 * step)
+                            for e in np.eye(at.size)])  # fmt: skip
+
+
 def test_the_residuals_follow_nonmems_definitions_patient_by_patient(simulated_fit):
     fit, study = simulated_fit
-    table = fit_residuals(fit, study)
-    names = list(fit.model.parameters)
-    mu, omega = np.log(fit.typical[names].to_numpy()), np.diag(fit.omega[names].to_numpy())
-    a, b = fit.residual["additive"], fit.residual["proportional"]
     for i in (0, 41):
-        rows = table[table["id"] == study.ids[i]]
-        dose = (study.dose_time[i : i + 1], study.dose_amount[i : i + 1],
-                study.dose_duration[i : i + 1])  # fmt: skip
-        times = rows["time"].to_numpy()[None]
-
-        def f(log_theta, dose=dose, times=times):
-            return predict_concentrations(fit.model, np.exp(log_theta)[None], *dose, times)[0]
-
-        eta = fit.eta.iloc[i][names].to_numpy()
-        step = 1e-6
-        g = np.column_stack([(f(mu + eta + step * e) - f(mu + eta - step * e)) / (2 * step)
-                             for e in np.eye(3)])  # fmt: skip
+        rows, f, mu, omega, a, b = _by_hand(fit, study, i)
+        eta = fit.eta.iloc[i][list(fit.model.parameters)].to_numpy()
+        g = _slopes(f, mu + eta)
         ipred = f(mu + eta)
         covariance = g @ omega @ g.T + np.diag(a**2 + b**2 * ipred**2)
         expected = inverse_root(covariance) @ (rows["dv"].to_numpy() - ipred + g @ eta)
@@ -249,20 +259,8 @@ def test_censored_rows_do_not_move_the_measured_rows_residuals():
 def test_wres_take_the_symmetric_inverse_square_root_not_a_cholesky_factor(simulated_fit):
     """One patient's WRES by NONMEM's definition; a Cholesky factor gives other values."""
     fit, study = simulated_fit
-    table = fit_residuals(fit, study)
-    names = list(fit.model.parameters)
-    mu, omega = np.log(fit.typical[names].to_numpy()), np.diag(fit.omega[names].to_numpy())
-    a, b = fit.residual["additive"], fit.residual["proportional"]
-    rows = table[table["id"] == study.ids[5]]
-    times = rows["time"].to_numpy()[None]
-    dose = (study.dose_time[5:6], study.dose_amount[5:6], study.dose_duration[5:6])
-
-    def f(log_theta):
-        return predict_concentrations(fit.model, np.exp(log_theta)[None], *dose, times)[0]
-
-    step = 1e-6
-    g0 = np.column_stack([(f(mu + step * e) - f(mu - step * e)) / (2 * step)
-                          for e in np.eye(3)])  # fmt: skip
+    rows, f, mu, omega, a, b = _by_hand(fit, study, 5)
+    g0 = _slopes(f, mu)
     covariance = g0 @ omega @ g0.T + np.diag(a**2 + b**2 * f(mu) ** 2)
     r = rows["dv"].to_numpy() - f(mu)
     np.testing.assert_allclose(rows["wres"], inverse_root(covariance) @ r, rtol=1e-5, atol=1e-7)
