@@ -31,6 +31,7 @@ points (the ordinary releases) at a given epsilon or, where none is known, as ho
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import sys
 import warnings
@@ -45,7 +46,7 @@ import plotnine as p9
 
 from ..plotting import theme_book
 from ..pmx.population import FitWarning
-from ..pmx.study import load_dataset
+from ..pmx.study import DATASETS, load_dataset
 from ..stored import StoredResult, load_or_compute, sources_digest, store
 from .estimate import ModelFit, synpmx_model_estimate
 from .private_release import PrivateRelease, private_fingerprint, subset_estimates
@@ -58,10 +59,12 @@ __all__ = [
     "UsefulnessResults",
     "frontier_figure",
     "frontier_table",
+    "published_groups",
     "usefulness_results",
 ]
 
-#: The package sources the stored refits depend on (folders stand for their ``.py`` files).
+#: The package sources the stored refits depend on (folders stand for their ``.py`` files);
+#: the studies' data files join them (:func:`_digest`), and OpenDP's version the settings.
 SOURCES = ("pmx", "generator", "rounding.py", "_validation.py", "stored.py", "plotting.py")
 
 #: The settings of the stored refits.
@@ -118,12 +121,27 @@ def _study_arrays(study: str, settings: dict) -> dict[str, np.ndarray]:
     return arrays
 
 
+def published_groups(study: str) -> int:
+    """The groups of a shipped study's private release: a tenth of its published cohort size,
+    at least 2.
+
+    The shipped studies are public and their sizes published, so the number is public, as the
+    guarantee needs; a sponsor would fix it from the protocol's planned enrolment before the
+    data are seen, never from the cohort.
+    """
+    data, roles = load_dataset(study)
+    return max(2, data[roles.id].nunique() // 10)
+
+
 def _private_arrays(study: str, fit: ModelFit, settings: dict) -> dict[str, np.ndarray]:
     """Every private release of one study, as JSON, and the refits on its synthetic data."""
     finite = [e for e in settings["epsilons"] if math.isfinite(e)]
     # The group fits do not depend on the budget; an infinite one needs none.
-    groups = subset_estimates(fit) if finite else None
+    groups = subset_estimates(fit, subsets=published_groups(study)) if finite else None
     arrays = {}
+    if groups is not None:
+        arrays[f"{study}|group_names"] = np.array(list(groups), dtype=str)
+        arrays[f"{study}|groups"] = np.array(list(groups.values()))
     for e, epsilon in enumerate(settings["epsilons"]):
         for draw in range(settings["dp_draws"]):
             release = private_fingerprint(fit, epsilon=epsilon, groups=groups)
@@ -202,9 +220,26 @@ class UsefulnessResults:
         text = str(self.stored.arrays[f"{study}|epsilon={epsilon:g}|draw={draw}|release"])
         return PrivateRelease.from_json(text)
 
+    def groups(self, study: str) -> dict[str, np.ndarray]:
+        """The group fits of the study's private releases, by estimate (NaN: a failed fit)."""
+        arrays = self.stored.arrays
+        names = arrays[f"{study}|group_names"].tolist()
+        return dict(zip(names, arrays[f"{study}|groups"], strict=True))
+
     def has_private(self, study: str) -> bool:
         """Whether the study has private releases (it has a PK model)."""
         return f"{study}|epsilon={self.settings['epsilons'][0]:g}|draw=0" in self.stored.arrays
+
+
+def _digest(settings: dict) -> str:
+    """SHA-256 digest of :data:`SOURCES` and the data files of the settings' studies."""
+    files = [f"data/{DATASETS[study][0]}" for study in settings["studies"]]
+    return sources_digest([*SOURCES, *files])
+
+
+def _keyed(settings: dict) -> dict:
+    """The settings with OpenDP's version, whose noise the private releases draw."""
+    return {**settings, "opendp": importlib.metadata.version("opendp")}
 
 
 def usefulness_results(settings: dict | None = None) -> UsefulnessResults:
@@ -212,7 +247,7 @@ def usefulness_results(settings: dict | None = None) -> UsefulnessResults:
     afresh, with a progress line, where the settings or the sources differ."""
     settings = dict(DEFAULT_SETTINGS if settings is None else settings)
     stored = load_or_compute(
-        _NAME, settings=settings, sources=sources_digest(SOURCES), work=_work(settings)
+        _NAME, settings=_keyed(settings), sources=_digest(settings), work=_work(settings)
     )
     return UsefulnessResults(stored)
 
@@ -312,7 +347,7 @@ def main() -> None:
     """Compute the stored refits with the default settings and write them to the package."""
     settings = dict(DEFAULT_SETTINGS)
     result = load_or_compute(
-        _NAME, settings=settings, sources=sources_digest(SOURCES), work=_work(settings)
+        _NAME, settings=_keyed(settings), sources=_digest(settings), work=_work(settings)
     )
     path = f"{__file__.rsplit('/generator/', 1)[0]}/data/{_NAME}.npz"
     store(path, result)

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import opendp.prelude as dp
+import pandas as pd
 
 from .._validation import check_count, check_real
 from ..pmx.population import FitWarning, fit_population
@@ -59,7 +60,13 @@ from .protections import trimmed_log_summary
 from .release import Fingerprint
 from .utility import fingerprint_at
 
-__all__ = ["DEFAULT_RANGES", "PrivateRelease", "private_fingerprint", "subset_estimates"]
+__all__ = [
+    "DEFAULT_RANGES",
+    "PrivateRelease",
+    "noise_free_estimates",
+    "private_fingerprint",
+    "subset_estimates",
+]
 
 dp.enable_features("contrib", "honest-but-curious")
 
@@ -128,7 +135,7 @@ def _group(identifier: object, subsets: int) -> int:
     return int.from_bytes(digest[:8], "big") % subsets
 
 
-def subset_estimates(fit: ModelFit, *, subsets: int | None = None) -> dict[str, np.ndarray]:
+def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
     """Each estimate's value on each of ``subsets`` groups of patients (NaN where the group's
     fit failed): the fits of the subsample and aggregate, which do not depend on the budget.
 
@@ -136,8 +143,10 @@ def subset_estimates(fit: ModelFit, *, subsets: int | None = None) -> dict[str, 
     ----------
     fit : ModelFit
         A fit with a PK model.
-    subsets : int, optional
-        Groups; default a tenth of the patients, at least 2.
+    subsets : int
+        Groups, at least 2: a public number, fixed before the data are seen (e.g. from the
+        protocol's planned enrolment). A number computed from the cohort would change with
+        one patient, regroup everyone and publish the cohort size without noise.
 
     Returns
     -------
@@ -146,8 +155,6 @@ def subset_estimates(fit: ModelFit, *, subsets: int | None = None) -> dict[str, 
     """
     if not isinstance(fit, ModelFit) or fit.pk is None:
         raise ValueError("fit must be a ModelFit with a PK model")
-    if subsets is None:
-        subsets = max(2, fit.n_source // 10)
     subsets = check_count(subsets, "subsets", minimum=2)
     groups = np.array([_group(i, subsets) for i in fit.study.ids])
     covariates = fit.study.covariates
@@ -156,8 +163,8 @@ def subset_estimates(fit: ModelFit, *, subsets: int | None = None) -> dict[str, 
         members = groups == g
         estimates = _group_estimates(fit, members)
         for name in fit.continuous:
-            logs = np.log(covariates.loc[members, name].to_numpy(dtype=float))
-            meanlog, sdlog = trimmed_log_summary(logs) if logs.size >= 3 else (np.nan, np.nan)
+            values_ = covariates.loc[members, name].to_numpy(dtype=float)
+            meanlog, sdlog = trimmed_log_summary(values_) if values_.size >= 3 else (np.nan,) * 2
             estimates[f"covariate {name} geometric_mean"] = math.exp(meanlog)
             estimates[f"covariate {name} sdlog"] = sdlog
         for name, value in estimates.items():
@@ -198,13 +205,44 @@ def _range_of(name: str, ranges: dict) -> tuple[float, float]:
     return ranges[kind]
 
 
+def _clamped_logs(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """The group values' logs clamped to [log low, log high]; a failed group (NaN) gives the
+    middle of the range, which depends on that group alone."""
+    bounds = (math.log(low), math.log(high))
+    clamped = np.clip(np.log(values), *bounds)
+    return np.where(np.isfinite(clamped), clamped, sum(bounds) / 2)
+
+
+def noise_free_estimates(
+    groups: dict[str, np.ndarray], ranges: dict[str, tuple[float, float]] | None = None
+) -> dict[str, float]:
+    """What the private release's estimates tend to as epsilon grows: each estimate's clamped
+    group logs averaged, without noise (the aggregate's own bias, failed groups included).
+
+    Parameters
+    ----------
+    groups : dict of str to numpy.ndarray
+        The groups' estimates (:func:`subset_estimates`).
+    ranges : dict, optional
+        Public ranges overriding :data:`DEFAULT_RANGES`, as for :func:`private_fingerprint`.
+
+    Returns
+    -------
+    dict of str to float
+        By estimate, on the natural scale.
+    """
+    ranges = _checked_ranges(ranges)
+    return {
+        name: math.exp(float(np.mean(_clamped_logs(values, *_range_of(name, ranges)))))
+        for name, values in groups.items()
+    }
+
+
 def _aggregate(values: np.ndarray, low: float, high: float) -> Callable[[float], dp.Measurement]:
     """Measurement builder: the group values' logs clamped to [log low, log high], averaged,
     with Laplace noise of the given scale; its input is the vector of patient indices."""
     bounds = (math.log(low), math.log(high))
-    clamped = np.clip(np.log(values), *bounds)
-    # A failed group gives the middle of the public range (it depends on that group alone).
-    clamped = np.where(np.isfinite(clamped), clamped, sum(bounds) / 2).tolist()
+    clamped = _clamped_logs(values, low, high).tolist()
     groups = dp.t.make_user_transformation(
         *_PATIENTS,
         dp.vector_domain(dp.atom_domain(bounds=bounds, nan=False), size=len(clamped)),
@@ -269,15 +307,27 @@ def _level_labels(fit: ModelFit, name: str, levels: list, in_cohort: np.ndarray)
 
 
 def _patient_shares(fit: ModelFit, in_cohort: np.ndarray) -> dict[str, np.ndarray]:
-    """Per patient: whether their dose changed, and per endpoint the share of its visits they
-    attended (0 outside the cohort)."""
+    """Per patient: whether their dose changed, and per endpoint the share of the released
+    visits they attended (0 outside the cohort).
+
+    The released visits are the design's (those the ordinary release lists): counted against
+    them, a patient's share is theirs alone, as the row-by-row transformation asserts. Counted
+    against every visit anyone attended, one added patient with a visit of their own would
+    change everyone's share.
+    """
     study = fit.study
     changed = dose_changed_patients(study.doses)
     shares = {"dose_change_rate": np.isin(np.arange(study.n_patients), changed) & in_cohort}
+    cohort = np.flatnonzero(in_cohort)
     for endpoint, rows in study.observations.groupby("endpoint"):
-        cells, visits = scheduled_visits(rows)
-        attended = cells.groupby("patient").size().reindex(range(study.n_patients), fill_value=0)
-        shares[f"attendance {endpoint}"] = attended.to_numpy() / len(visits) * in_cohort
+        _, design = scheduled_visits(
+            rows[rows["patient"].isin(cohort)], min_patients=fit.min_arm_patients
+        )
+        cells, _ = scheduled_visits(rows)
+        released = pd.MultiIndex.from_frame(cells[["period", "visit"]]).isin(design)
+        attended = cells[released].groupby("patient").size()
+        attended = attended.reindex(range(study.n_patients), fill_value=0).to_numpy()
+        shares[f"attendance {endpoint}"] = attended / max(len(design), 1) * in_cohort
     return {name: share.astype(float) for name, share in shares.items()}
 
 
@@ -372,7 +422,8 @@ def private_fingerprint(
         The budget, split evenly over the released numbers; ``math.inf`` releases the
         ordinary fingerprint with unrounded estimates, without noise.
     subsets : int, optional
-        Groups of the subsample and aggregate; default a tenth of the patients, at least 2.
+        Groups of the subsample and aggregate, a public number (see :func:`subset_estimates`);
+        needed unless ``groups`` is given (or ``epsilon`` is infinite).
     ranges : dict, optional
         Public ranges (natural scale) overriding :data:`DEFAULT_RANGES`, by kind or by
         estimate (``"typical cl"``, ``"covariate wt geometric_mean"``). Never from the data.
@@ -398,7 +449,13 @@ def private_fingerprint(
     if epsilon == math.inf:
         return PrivateRelease(fingerprint_at(fit, None), epsilon, math.inf, 1, {}, {}, {})
     epsilon = check_real(epsilon, "epsilon", low=0, low_open=True)
-    groups = subset_estimates(fit, subsets=subsets) if groups is None else groups
+    if groups is None:
+        if subsets is None:
+            raise ValueError(
+                "subsets must be given: the number of groups is public, fixed before the data "
+                "are seen, never computed from the cohort"
+            )
+        groups = subset_estimates(fit, subsets=subsets)
     subsets = len(next(iter(groups.values())))
     released = model_fingerprint(fit)
     builders, used = _builders(fit, released, groups, ranges)

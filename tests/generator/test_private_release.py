@@ -7,13 +7,16 @@ import warnings
 
 import numpy as np
 import opendp.prelude as dp
+import pandas as pd
 import pytest
 
-from synpmx_lite.generator.estimate import synpmx_model_estimate
+from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
     PrivateRelease,
+    _patient_shares,
+    noise_free_estimates,
     private_fingerprint,
     subset_estimates,
 )
@@ -71,6 +74,52 @@ def test_the_certified_scale_is_tight(fit, groups, release):
     mean = space >> dp.t.then_mean()
     assert (mean >> dp.m.then_laplace(scale)).map(2) == pytest.approx(share)
     assert (mean >> dp.m.then_laplace(0.9 * scale)).map(2) > share
+
+
+def test_a_budget_past_any_noise_gives_the_aggregate_and_the_ordinary_counts(fit, groups):
+    """The finite path's post-processing, with noise made negligible: the estimates are the
+    groups' clamped averages (covariates of the natural values, not of their logs), the arms
+    and the cohort the ordinary release's, the attendance its unrounded share."""
+    release = private_fingerprint(fit, epsilon=1e9, groups=groups).fingerprint
+    ordinary = model_fingerprint(fit)
+    limit = noise_free_estimates(groups)
+    assert release.typical == pytest.approx({k: limit[f"typical {k}"] for k in release.typical})
+    covariate = release.covariates["WT"]
+    assert covariate["geometric_mean"] == pytest.approx(limit["covariate WT geometric_mean"])
+    # Two groups' geometric means average to near the whole cohort's (69 kg).
+    assert covariate["geometric_mean"] == pytest.approx(
+        ordinary.covariates["WT"]["geometric_mean"], rel=0.05
+    )
+    assert covariate["sdlog"] == pytest.approx(ordinary.covariates["WT"]["sdlog"], abs=0.05)
+    assert [a["patients"] for a in release.arms] == [a["patients"] for a in ordinary.arms]
+    assert release.cohort_size == ordinary.cohort_size
+    assert release.endpoints["DV"]["attendance"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_one_added_patient_changes_no_other_patients_share(fit):
+    """The row-by-row transformations assert that a patient's value is theirs alone: a
+    neighbour with one more patient, who has a visit nobody else has, leaves every other
+    patient's dose-change and attendance share as it was."""
+    data, roles = load_dataset("theo_sd")
+    newcomer = data[data["ID"] == 1].assign(ID=99)
+    late = newcomer.tail(1).assign(TIME=30.0)
+    neighbour = pd.concat([data, newcomer, late], ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        grown = synpmx_model_estimate(neighbour, roles)
+    everyone = np.ones(fit.study.n_patients, dtype=bool)
+    before = _patient_shares(fit, everyone)
+    after = _patient_shares(grown, np.ones(grown.study.n_patients, dtype=bool))
+    assert grown.study.n_patients == fit.study.n_patients + 1
+    for name, shares in before.items():
+        np.testing.assert_array_equal(after[name][: fit.study.n_patients], shares, err_msg=name)
+
+
+def test_the_number_of_groups_is_never_taken_from_the_cohort(fit):
+    with pytest.raises(ValueError, match="subsets must be given"):
+        private_fingerprint(fit, epsilon=1.0)
+    with pytest.raises(TypeError, match="subsets"):
+        subset_estimates(fit)
 
 
 def test_infinite_epsilon_is_the_ordinary_unrounded_release(fit):
