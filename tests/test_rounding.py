@@ -7,6 +7,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from synpmx_lite import round_significant
+from synpmx_lite.rounding import _ONE_AT_A_TIME
 
 # Every finite float: subnormals (down to 5e-324) and values next to the largest included.
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
@@ -89,13 +90,18 @@ def test_the_refusal_names_the_first_value_at_fault():
 @example(0.5, 1)
 @example(-8.5e-5, 1)
 def test_agrees_with_exact_rational_rounding(value, figures):
+    """Both paths: one value alone (rounded exactly) and in an array past
+    ``_ONE_AT_A_TIME`` values (the vectorised path)."""
+    many = np.full(_ONE_AT_A_TIME + 1, value)
     try:
         expected = reference(value, figures)
     except OverflowError:
-        with pytest.raises(ValueError, match="values"):
-            round_significant(value, figures)
+        for values in (value, many):
+            with pytest.raises(ValueError, match="values"):
+                round_significant(values, figures)
         return
     assert round_significant(value, figures) == expected
+    assert (round_significant(many, figures) == expected).all()
 
 
 @given(st.integers(min_value=1, max_value=10**15), st.integers(min_value=-340, max_value=300))
@@ -104,13 +110,16 @@ def test_decimal_halves_agree_with_exact_rational_rounding(digits, exponent):
     value = float(f"{digits}5e{exponent}")
     assume(np.isfinite(value))
     figures = len(str(digits))
+    many = np.full(_ONE_AT_A_TIME + 1, value)
     try:
         expected = reference(value, figures)
     except OverflowError:
-        with pytest.raises(ValueError, match="values"):
-            round_significant(value, figures)
+        for values in (value, many):
+            with pytest.raises(ValueError, match="values"):
+                round_significant(values, figures)
         return
     assert round_significant(value, figures) == expected
+    assert (round_significant(many, figures) == expected).all()
 
 
 @given(
