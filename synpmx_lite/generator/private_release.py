@@ -1,8 +1,8 @@
 r"""A differentially private release mode, built on OpenDP, over an ordinary fit.
 
-:func:`private_fingerprint` releases every number a fingerprint computes from the patients
-with an :math:`\varepsilon`-differential-privacy guarantee for adding or removing one patient,
-each built from OpenDP's transformations and measurements and composed by OpenDP
+:func:`private_fingerprint` releases every model estimate, covariate summary, count and rate of
+a fingerprint with an :math:`\varepsilon`-differential-privacy guarantee for adding or removing
+one patient, the noise from OpenDP's measurements and the whole composed by OpenDP
 (:func:`opendp.combinators.make_composition`):
 
 * **model estimates** (PK typical values, between-subject variances, residual errors) and the
@@ -24,9 +24,14 @@ the public ranges and the composed epsilon OpenDP computes. The ranges are argum
 defaults wide enough for any study in the package's units: they never come from the data.
 
 What the guarantee does not cover is the study's design, taken from the ordinary release:
-which arms, planned doses and visit times, category levels, LOQ and model structure. A sponsor
-would take them from the protocol. PD models, graded endpoints and the reference weight are
-withheld. OpenDP's samplers cannot be seeded: a release is drawn afresh at each call, and a
+which arms are kept, the planned doses' amounts and the visit times (medians of the
+patients'), the category levels and their folding, the LOQ, the model's structure and error
+model. Here they are computed from the patients, under the ordinary release's protections
+only; a sponsor would take them from the protocol. The steps from patients to one value per
+group or per patient are declared to OpenDP with their stability
+(``make_user_transformation``), which OpenDP takes on trust; the tests add a patient and check
+that no other value moves. PD models, graded endpoints and the reference weight are withheld.
+OpenDP's samplers cannot be seeded: a release is drawn afresh at each call, and a
 chapter that needs the same release each time stores it (its JSON).
 
 With ``epsilon=math.inf`` no noise is added and nothing is split: the release is the ordinary
