@@ -1,5 +1,6 @@
 """Usefulness measures: precisions, refits on synthetic data, rounding against RSE, the store."""
 
+import importlib.metadata
 import math
 import warnings
 from pathlib import Path
@@ -13,6 +14,8 @@ from synpmx_lite.generator.frontier import (
     DEFAULT_SETTINGS,
     SOURCES,
     UsefulnessResults,
+    _digest,
+    _keyed,
     _mean_and_se,
     _recovered,
     _work,
@@ -34,7 +37,7 @@ from synpmx_lite.generator.utility import (
     vpc_bands,
 )
 from synpmx_lite.pmx.population import FitWarning
-from synpmx_lite.pmx.study import load_dataset
+from synpmx_lite.pmx.study import DATASETS, load_dataset
 from synpmx_lite.stored import StoredResult, read_stored, sources_digest
 
 from ..simulated import SIMULATED_ROLES, known_fingerprint
@@ -129,7 +132,7 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     of a stored private release."""
     shipped = read_stored(DATA / "usefulness_refits.npz")
     # A stale file fails here, before usefulness_results() would spend minutes recomputing.
-    assert shipped.matches(DEFAULT_SETTINGS, sources_digest(SOURCES))
+    assert shipped.matches(_keyed(DEFAULT_SETTINGS), _digest(DEFAULT_SETTINGS))
     results = usefulness_results()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
@@ -151,6 +154,18 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     np.testing.assert_allclose(
         again.to_numpy(), results.private_refits("warfarin", epsilon).iloc[:1].to_numpy(), rtol=1e-6
     )
+
+
+def test_the_stored_refits_are_keyed_by_the_studies_data_and_opendp():
+    """A changed study file or another OpenDP (whose noise the private releases draw) is
+    another result, not the stored one."""
+    files = [f"data/{DATASETS[study][0]}" for study in DEFAULT_SETTINGS["studies"]]
+    assert _digest(DEFAULT_SETTINGS) == sources_digest([*SOURCES, *files])
+    assert _digest(DEFAULT_SETTINGS) != sources_digest(SOURCES)
+    assert _keyed(DEFAULT_SETTINGS) == {
+        **DEFAULT_SETTINGS,
+        "opendp": importlib.metadata.version("opendp"),
+    }
 
 
 def test_frontier_table_reads_every_release():
