@@ -77,6 +77,10 @@ def test_the_refusal_names_the_first_value_at_fault():
     # Each distinct value is rounded once; the error still names the first one in the data.
     with pytest.raises(ValueError, match=r"values: 1\.7e\+308 rounded"):
         round_significant([1.0, 1.7e308, -1.7e308, 1.7e308], 1)
+    # The same past _ONE_AT_A_TIME values, on the vectorised path.
+    padded = [1.0] * _ONE_AT_A_TIME + [1.7e308, -1.7e308, 1.7e308]
+    with pytest.raises(ValueError, match=r"values: 1\.7e\+308 rounded"):
+        round_significant(padded, 1)
 
 
 @given(finite_floats, any_figures)
