@@ -115,6 +115,32 @@ def test_one_added_patient_changes_no_other_patients_share(fit):
         np.testing.assert_array_equal(after[name][: fit.study.n_patients], shares, err_msg=name)
 
 
+def test_a_patient_who_brings_a_visit_to_the_threshold_moves_everyones_share(fit):
+    """The attack the stated condition answers: the shares are each patient's own only for a
+    fixed design, and the design here is the patients'. Two patients with a late sample make
+    no released visit; a third brings it to the threshold, the design gains the visit, and
+    the other patients' attendance shares move. (The chapter and the module say the guarantee
+    on counts and rates holds only where the design is the protocol's.)"""
+    data, roles = load_dataset("theo_sd")
+    late = data[data["ID"].isin([1, 2])].groupby("ID").tail(1).assign(TIME=30.0)
+    # Each patient's rows together, the late sample last (a stable sort by ID keeps the order).
+    before = pd.concat([data, late], ignore_index=True).sort_values("ID", kind="stable")
+    newcomer = data[data["ID"] == 3].assign(ID=99)
+    after = pd.concat([before, newcomer, newcomer.tail(1).assign(TIME=30.0)], ignore_index=True)
+    shares = []
+    for table in (before, after):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            neighbour = synpmx_model_estimate(table, roles)
+        everyone = np.ones(neighbour.study.n_patients, dtype=bool)
+        shares.append(_patient_shares(neighbour, everyone)["attendance DV"][: fit.study.n_patients])
+        visits = model_fingerprint(neighbour).endpoints["DV"]["visits"]
+        shares.append(len(visits))
+    share_before, visits_before, share_after, visits_after = shares
+    assert visits_after == visits_before + 1
+    assert (share_after != share_before).sum() >= fit.study.n_patients - 2
+
+
 def test_the_number_of_groups_is_never_taken_from_the_cohort(fit):
     with pytest.raises(ValueError, match="subsets must be given"):
         private_fingerprint(fit, epsilon=1.0)
