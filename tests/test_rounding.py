@@ -83,6 +83,21 @@ def test_the_refusal_names_the_first_value_at_fault():
         round_significant(padded, 1)
 
 
+def assert_both_paths_round_as_the_reference(value: float, figures: int) -> None:
+    """One value alone (rounded exactly) and in an array past ``_ONE_AT_A_TIME`` values (the
+    vectorised path) round as the exact reference does, or are both refused."""
+    many = np.full(_ONE_AT_A_TIME + 1, value)
+    try:
+        expected = reference(value, figures)
+    except OverflowError:
+        for values in (value, many):
+            with pytest.raises(ValueError, match="values"):
+                round_significant(values, figures)
+        return
+    assert round_significant(value, figures) == expected
+    assert (round_significant(many, figures) == expected).all()
+
+
 @given(finite_floats, any_figures)
 @example(0.0615, 2)
 @example(1e23, 1)
@@ -94,18 +109,7 @@ def test_the_refusal_names_the_first_value_at_fault():
 @example(0.5, 1)
 @example(-8.5e-5, 1)
 def test_agrees_with_exact_rational_rounding(value, figures):
-    """Both paths: one value alone (rounded exactly) and in an array past
-    ``_ONE_AT_A_TIME`` values (the vectorised path)."""
-    many = np.full(_ONE_AT_A_TIME + 1, value)
-    try:
-        expected = reference(value, figures)
-    except OverflowError:
-        for values in (value, many):
-            with pytest.raises(ValueError, match="values"):
-                round_significant(values, figures)
-        return
-    assert round_significant(value, figures) == expected
-    assert (round_significant(many, figures) == expected).all()
+    assert_both_paths_round_as_the_reference(value, figures)
 
 
 @given(st.integers(min_value=1, max_value=10**15), st.integers(min_value=-340, max_value=300))
@@ -114,16 +118,7 @@ def test_decimal_halves_agree_with_exact_rational_rounding(digits, exponent):
     value = float(f"{digits}5e{exponent}")
     assume(np.isfinite(value))
     figures = len(str(digits))
-    many = np.full(_ONE_AT_A_TIME + 1, value)
-    try:
-        expected = reference(value, figures)
-    except OverflowError:
-        for values in (value, many):
-            with pytest.raises(ValueError, match="values"):
-                round_significant(values, figures)
-        return
-    assert round_significant(value, figures) == expected
-    assert (round_significant(many, figures) == expected).all()
+    assert_both_paths_round_as_the_reference(value, figures)
 
 
 @given(

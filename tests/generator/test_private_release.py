@@ -27,11 +27,20 @@ from synpmx_lite.pmx.study import load_dataset
 EPSILON = 2.0
 
 
-@pytest.fixture(scope="module")
-def fit():
+def _estimate(data, roles):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        return synpmx_model_estimate(*load_dataset("theo_sd"))
+        return synpmx_model_estimate(data, roles)
+
+
+def _shares(fit) -> dict:
+    """Every patient's shares, all of them in the cohort."""
+    return _patient_shares(fit, np.ones(fit.study.n_patients, dtype=bool))
+
+
+@pytest.fixture(scope="module")
+def fit():
+    return _estimate(*load_dataset("theo_sd"))
 
 
 @pytest.fixture(scope="module")
@@ -103,13 +112,8 @@ def test_one_added_patient_changes_no_other_patients_share(fit):
     data, roles = load_dataset("theo_sd")
     newcomer = data[data["ID"] == 1].assign(ID=99)
     late = newcomer.tail(1).assign(TIME=30.0)
-    neighbour = pd.concat([data, newcomer, late], ignore_index=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        grown = synpmx_model_estimate(neighbour, roles)
-    everyone = np.ones(fit.study.n_patients, dtype=bool)
-    before = _patient_shares(fit, everyone)
-    after = _patient_shares(grown, np.ones(grown.study.n_patients, dtype=bool))
+    grown = _estimate(pd.concat([data, newcomer, late], ignore_index=True), roles)
+    before, after = _shares(fit), _shares(grown)
     assert grown.study.n_patients == fit.study.n_patients + 1
     for name, shares in before.items():
         np.testing.assert_array_equal(after[name][: fit.study.n_patients], shares, err_msg=name)
@@ -127,17 +131,11 @@ def test_a_patient_who_brings_a_visit_to_the_threshold_moves_everyones_share(fit
     before = pd.concat([data, late], ignore_index=True).sort_values("ID", kind="stable")
     newcomer = data[data["ID"] == 3].assign(ID=99)
     after = pd.concat([before, newcomer, newcomer.tail(1).assign(TIME=30.0)], ignore_index=True)
-    shares = []
-    for table in (before, after):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FitWarning)
-            neighbour = synpmx_model_estimate(table, roles)
-        everyone = np.ones(neighbour.study.n_patients, dtype=bool)
-        shares.append(_patient_shares(neighbour, everyone)["attendance DV"][: fit.study.n_patients])
-        visits = model_fingerprint(neighbour).endpoints["DV"]["visits"]
-        shares.append(len(visits))
-    share_before, visits_before, share_after, visits_after = shares
-    assert visits_after == visits_before + 1
+    smaller, larger = _estimate(before, roles), _estimate(after, roles)
+    visits = [len(model_fingerprint(f).endpoints["DV"]["visits"]) for f in (smaller, larger)]
+    assert visits[1] == visits[0] + 1
+    share_before = _shares(smaller)["attendance DV"]
+    share_after = _shares(larger)["attendance DV"][: smaller.study.n_patients]
     assert (share_after != share_before).sum() >= fit.study.n_patients - 2
 
 
@@ -169,9 +167,7 @@ def test_public_ranges_never_come_from_the_data(fit, groups):
         )
         assert tuple(bounds) == DEFAULT_RANGES[kind]
     data, roles = load_dataset("theo_sd")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        doubled = synpmx_model_estimate(data.assign(DV=2 * data["DV"]), roles)
+    doubled = _estimate(data.assign(DV=2 * data["DV"]), roles)
     other = private_fingerprint(doubled, epsilon=EPSILON, subsets=2)
     assert other.ranges == release.ranges
 
