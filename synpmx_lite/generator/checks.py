@@ -58,12 +58,15 @@ release built with a threshold below three is held to three all the same, and fa
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import itertools
 import json
 import math
 import numbers
 import re
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -233,6 +236,15 @@ class _Source:
         # Split once: every check reads the rows of an endpoint, many times over.
         observations = study.observations
         self._rows = dict(list(observations.groupby(observations["endpoint"].astype(str))))
+        self._memo: dict = {}
+
+    def memo(self, key: tuple, compute: Callable[[], object]) -> object:
+        """``compute()``, computed once per ``key`` for this source: one release's checks
+        recompute the same visit centres, rounded values and rule times several times over.
+        Callers copy what they change."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """Every patient's value of a numeric covariate, and the patient it belongs to."""
@@ -278,12 +290,48 @@ class _Source:
         return np.concatenate(times), np.concatenate(owners)
 
 
-def _holders(values: np.ndarray, owners: np.ndarray, released: float, figures: int) -> int:
+# Each living study's sources, by their contents and thresholds: a fingerprint is checked as
+# it is built and again as it leaves, and each time the checks recompute the same values.
+_SOURCES: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _contents(study: StudyEvents) -> str:
+    """A digest of everything the checks read from ``study``, so that a study changed in place
+    is read afresh."""
+    digest = hashlib.sha256(repr((study.roles, list(study.ids))).encode())
+    for frame in (study.observations, study.doses, study.covariates, study.arms.to_frame()):
+        digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+        digest.update(repr(list(frame.columns)).encode())
+    return digest.hexdigest()
+
+
+def _source_for(
+    study: StudyEvents, min_arm_patients: int, min_category_patients: int, left_out
+) -> _Source:
+    """The :class:`_Source` of ``study`` at these thresholds, made once while it lives."""
+    place = id(study)
+    held = _SOURCES.get(place)
+    if held is None or held[0]() is not study:
+        sources = _SOURCES  # still there when the interpreter's exit clears the module
+        forget = weakref.ref(study, lambda _: sources.pop(place, None))
+        held = _SOURCES[place] = (forget, {})
+    key = (_contents(study), min_arm_patients, min_category_patients, tuple(left_out))
+    if key not in held[1]:
+        held[1][key] = _Source(study, min_arm_patients, min_category_patients, left_out)
+    return held[1][key]
+
+
+def _holders(
+    values: np.ndarray, owners: np.ndarray, released: float, figures: int, source: _Source
+) -> int:
     """Patients whose value of the quantity reads ``released`` at ``figures`` figures."""
     finite = np.isfinite(values)
     if not finite.any():
         return 0
-    rounded = round_significant(values[finite], figures)
+    kept = values[finite]
+    rounded = source.memo(
+        ("rounded", figures, kept.tobytes()), lambda: round_significant(kept, figures)
+    )
     held = np.isclose(rounded, released, rtol=1e-9, atol=0)
     return np.unique(owners[finite][held]).size
 
@@ -498,7 +546,7 @@ def _held_by_few(
         return []
     precision = at or max(limit, figures_in(value))
     reading = float(round_significant(value, precision))
-    holders = _holders(np.asarray(values, float), np.asarray(owners), reading, precision)
+    holders = _holders(np.asarray(values, float), np.asarray(owners), reading, precision, source)
     if 0 < holders < source.min_arm_patients:
         return [f"{where} {value:g} is the value of {holders} patient(s) at {precision} figure(s)"]
     return []
@@ -638,7 +686,7 @@ def _p3_doses(released: dict, source: _Source) -> list[str]:
                 source,
             )
             if is_number(amount) and figures_in(amount) > RELEASED_FIGURES["amount"]:
-                given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17)
+                given = _holders(doses["amount"].to_numpy(float), dose_owners, amount, 17, source)
                 if given < k:
                     problems.append(
                         f"{where}: amount {amount!r} has more than {RELEASED_FIGURES['amount']} "
@@ -697,7 +745,7 @@ def _loq_problems(name: object, loq: object, source: _Source) -> list[str]:
     if loq > bound * (1 + 1e-9):
         problems.append(f"{name} LOQ {loq:g} lies above half the lowest value {k} patients reached")
     precision = max(RELEASED_FIGURES["loq"], figures_in(loq))
-    holders = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, precision)
+    holders = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, precision, source)
     if 0 < holders < k:
         problems.append(f"{name} LOQ {loq:g} is the lowest value of {holders} patient(s)")
     return problems
@@ -928,7 +976,9 @@ def _rule_value(
     values, owners = np.asarray(values, float), np.asarray(owners)
     finite = np.isfinite(values)
     values, owners = values[finite], owners[finite]
-    rounded = round_significant(values, figures)
+    rounded = source.memo(
+        ("rounded", figures, values.tobytes()), lambda: round_significant(values, figures)
+    )
 
     def free(candidate: float) -> bool:
         if positive and candidate <= 0:
@@ -1068,6 +1118,14 @@ def _rule_times(released: dict, source: _Source) -> tuple[dict, list]:
     that read as the two-figure value of the run's middle time, above the period's earlier
     runs, at the fewest figures that hold them, centred on that value.
     """
+    names = tuple(str(name) for name in as_mapping(released.get("endpoints")))
+    arms = len(as_sequence(released.get("arms")))
+    found = source.memo(("rule times", names, arms), lambda: _rule_times_of(released, source))
+    return copy.deepcopy(found)
+
+
+def _rule_times_of(released: dict, source: _Source) -> tuple[dict, list]:
+    """The time rule's times of :func:`_rule_times`, computed."""
     points = []  # (period, centre, two-figure value, where it goes)
     for name in as_mapping(released.get("endpoints")):
         times, owners = source.visit_times(str(name))
@@ -1325,12 +1383,12 @@ def _recomputed_weight(released: dict, source: _Source) -> list[str]:
     k = source.min_arm_patients
     median = float(round_significant(float(np.median(values[source.kept])), 1))
     expected = median
-    if 0 < _holders(values, owners, median, 1) < k:
+    if 0 < _holders(values, owners, median, 1, source) < k:
         # The nearest reading at one figure that k patients share, else the 70 kg standard.
         readings = np.unique(round_significant(values, 1))
-        shared = [w for w in readings if _holders(values, owners, w, 1) >= k]
+        shared = [w for w in readings if _holders(values, owners, w, 1, source) >= k]
         expected = min(shared, key=lambda w: (abs(w - median), w)) if shared else 70.0
-        if not shared and 0 < _holders(values, owners, 70.0, 1) < k:
+        if not shared and 0 < _holders(values, owners, 70.0, 1, source) < k:
             expected = None
     expected = None if expected is None else float(expected)
     return _differs(released.get("reference_weight"), expected, "reference weight")
@@ -1351,7 +1409,7 @@ def _rule_loq(endpoint: str, source: _Source) -> float | None:
             loq = float(round_significant(mantissa * 10.0**exponent, 1))
             if loq > bound * (1 + 1e-12):
                 continue
-            held = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, 1)
+            held = _holders(lowest.to_numpy(), lowest.index.to_numpy(), loq, 1, source)
             if not 0 < held < k:
                 return loq
     return None
@@ -1359,6 +1417,12 @@ def _rule_loq(endpoint: str, source: _Source) -> float | None:
 
 def _visit_centers(endpoint: str, source: _Source) -> list[tuple[int, float]]:
     """Each visit the cohort's ``k`` patients reached, with its nominal time or median time."""
+    return list(
+        source.memo(("visit centres", endpoint), lambda: _visit_centers_of(endpoint, source))
+    )
+
+
+def _visit_centers_of(endpoint: str, source: _Source) -> list[tuple[int, float]]:
     rows = source.endpoint_rows(endpoint)
     rows = rows[rows["patient"].isin(np.flatnonzero(source.eligible))]
     rows = rows.drop_duplicates(["patient", "period", "visit"])
@@ -1676,7 +1740,7 @@ def release_checks(
         raise TypeError("pd_fits must be a dict of PdFit by endpoint")
     min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
     min_category_patients = check_count(min_category_patients, "min_category_patients")
-    source = _Source(
+    source = _source_for(
         study,
         max(min_arm_patients, SMALLEST_THRESHOLD),
         max(min_category_patients, SMALLEST_THRESHOLD),

@@ -27,7 +27,10 @@ What the guarantee does not cover is the study's design, taken from the ordinary
 which arms are kept, the planned doses' amounts and the visit times (medians of the
 patients'), the category levels and their folding, the LOQ, the model's structure and error
 model. Here they are computed from the patients, under the ordinary release's protections
-only; a sponsor would take them from the protocol. The steps from patients to one value per
+only; a sponsor would take them from the protocol. The guarantee on the counts and rates
+therefore holds only for a design fixed beforehand: computed from the patients, a patient who
+brings a visit to the threshold changes the design, and with it every attendance share (a
+test keeps this attack). The steps from patients to one value per
 group or per patient are declared to OpenDP with their stability
 (``make_user_transformation``), which OpenDP takes on trust; the tests add a patient and check
 that no other value moves. PD models, graded endpoints and the reference weight are withheld.
@@ -35,7 +38,9 @@ OpenDP's samplers cannot be seeded: a release is drawn afresh at each call, and 
 chapter that needs the same release each time stores it (its JSON).
 
 With ``epsilon=math.inf`` no noise is added and nothing is split: the release is the ordinary
-release with unrounded estimates (:func:`synpmx_lite.generator.utility.fingerprint_at`).
+release with unrounded estimates (:func:`synpmx_lite.generator.utility.fingerprint_at`). That is
+not the limit of a finite epsilon as it grows, which is the aggregate of the groups' clamped
+estimates without noise (:func:`noise_free_estimates`).
 
 References
 ----------
@@ -168,8 +173,10 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
         members = groups == g
         estimates = _group_estimates(fit, members)
         for name in fit.continuous:
-            values_ = covariates.loc[members, name].to_numpy(dtype=float)
-            meanlog, sdlog = trimmed_log_summary(values_) if values_.size >= 3 else (np.nan,) * 2
+            group_values = covariates.loc[members, name].to_numpy(dtype=float)
+            meanlog, sdlog = (
+                trimmed_log_summary(group_values) if group_values.size >= 3 else (np.nan,) * 2
+            )
             estimates[f"covariate {name} geometric_mean"] = math.exp(meanlog)
             estimates[f"covariate {name} sdlog"] = sdlog
         for name, value in estimates.items():
@@ -315,8 +322,9 @@ def _patient_shares(fit: ModelFit, in_cohort: np.ndarray) -> dict[str, np.ndarra
     """Per patient: whether their dose changed, and per endpoint the share of the released
     visits they attended (0 outside the cohort).
 
-    The released visits are the design's (those the ordinary release lists): counted against
-    them, a patient's share is theirs alone, as the row-by-row transformation asserts. Counted
+    The released visits are the design's (those the ordinary release lists): for a fixed design,
+    counted against them, a patient's share is theirs alone, as the row-by-row transformation
+    asserts. The design here is computed from the patients (see the module's docstring). Counted
     against every visit anyone attended, one added patient with a visit of their own would
     change everyone's share.
     """
@@ -425,7 +433,8 @@ def private_fingerprint(
         A fit with a PK model (:func:`synpmx_lite.generator.estimate.synpmx_model_estimate`).
     epsilon : float
         The budget, split evenly over the released numbers; ``math.inf`` releases the
-        ordinary fingerprint with unrounded estimates, without noise.
+        ordinary fingerprint with unrounded estimates, without noise (not the limit of a
+        finite epsilon: that is :func:`noise_free_estimates`).
     subsets : int, optional
         Groups of the subsample and aggregate, a public number (see :func:`subset_estimates`);
         needed unless ``groups`` is given (or ``epsilon`` is infinite).

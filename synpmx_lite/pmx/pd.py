@@ -72,6 +72,7 @@ _STEP = 1e-4  # central differences on the internal scale
 _ITERATIONS = 60
 _GRADIENT_TOLERANCE = 1e-3  # OFV units per internal unit
 _LOG_BOUND = 20.0
+_BLOCK_ELEMENTS = 2**16  # observations times rows of one block of the objective
 _SPREAD_FLOOR = 1e-3  # omega / baseline below which the spread is not identified
 # A second difference carries a rounding error of about eps |OFV| / step^2; a Hessian eigenvalue
 # within this many such errors of zero has no sign that can be read, so its direction is taken
@@ -182,8 +183,15 @@ def _ofv_terms(shape: str, data: _Data, x: np.ndarray) -> np.ndarray:
 
 
 def _objective(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    # In blocks of rows that stay in the CPU's cache: a leave-one-out batch's differences are
+    # thousands of rows, and one array of them all is memory-bound, about 7 times slower. Each
+    # row's arithmetic is the same in a block as in the whole.
+    rows = max(1, _BLOCK_ELEMENTS // max(data.y.size, 1))
+    total = np.empty(x.shape[0])
     with np.errstate(all="ignore"):
-        total = (_ofv_terms(shape, data, x) * weights).sum(axis=-1)
+        for start in range(0, x.shape[0], rows):
+            block = slice(start, start + rows)
+            total[block] = (_ofv_terms(shape, data, x[block]) * weights[block]).sum(axis=-1)
     return np.where(np.isfinite(total), total, np.inf)
 
 

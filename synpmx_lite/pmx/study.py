@@ -662,21 +662,41 @@ def _refuse_copies(
     hashed = pd.util.hash_pandas_object(
         data[[c for c in columns if c != roles.id]], index=False
     ).to_numpy()
+    records = _period_records(codes, np.asarray(period), hashed, np.asarray(measured, bool))
     # Only blocks with a measured value can be told apart from a design that repeats itself.
-    blocks = pd.DataFrame({"patient": codes, "period": period, "row": hashed, "measured": measured})
-    records = blocks.groupby(["patient", "period"], sort=False).agg(
-        rows=("row", tuple), measured=("measured", "any")
-    )
     records = records[records["measured"]]
     copied = records["rows"].duplicated(keep=False).to_numpy()
     if copied.any():
         first = records.loc[copied, "rows"].iloc[0]
-        twins = records.index[copied & (records["rows"] == first).to_numpy()]
-        named = ", ".join(f"patient {ids[p]!r} period {q + 1}" for p, q in twins)
+        twins = records[copied & (records["rows"] == first).to_numpy()]
+        named = ", ".join(
+            f"patient {ids[p]!r} period {q + 1}"
+            for p, q in zip(twins["patient"], twins["period"], strict=True)
+        )
         raise ValueError(
             f"data has one record entered twice: {named} have the same rows in every column "
             "the roles name except the ID (the same patient under two IDs?); remove the copy"
         )
+
+
+def _period_records(
+    codes: np.ndarray, period: np.ndarray, hashed: np.ndarray, measured: np.ndarray
+) -> pd.DataFrame:
+    """Each patient's period in order of first appearance: ``patient``, ``period``, its rows'
+    hashes in order (``rows``, as bytes) and whether it holds a measured value."""
+    block, _ = pd.factorize(pd.MultiIndex.from_arrays([codes, period]))
+    order = np.argsort(block, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(block[order]) != 0])
+    rows = hashed[order]
+    ends = np.r_[starts[1:], rows.size]
+    return pd.DataFrame(
+        {
+            "patient": codes[order][starts],
+            "period": period[order][starts],
+            "rows": [rows[a:b].tobytes() for a, b in zip(starts, ends, strict=True)],
+            "measured": np.logical_or.reduceat(measured[order], starts),
+        }
+    )
 
 
 def _padded(table: pd.DataFrame, columns: list[str], n: int, fill: float) -> list[np.ndarray]:

@@ -1005,3 +1005,25 @@ def test_a_withheld_reference_weight_does_not_tell(study):
     assert judged(fit, release).loc["P3", "verdict"] == "pass"
     release["reference_weight"] = None
     fails(fit, release, "P3", "reference weight None is not what the source gives (60)")
+
+
+# --- The checks' memory of a study ---------------------------------------------------------------
+
+
+def test_a_study_changed_in_place_after_a_check_is_read_afresh(study):
+    # The checks keep what they recompute from a study while it lives (a fingerprint is checked
+    # as it is built and as it leaves). A study edited in place must not be judged from that
+    # memory: after the nominal visit at 2 h is moved to 5 h, and then every weight doubled,
+    # the same release, unchanged, fails P3 on each.
+    fitted = synpmx_model_estimate(study, SIMULATED_ROLES)
+    released = model_fingerprint(fitted)
+    before = model_privacy_checks(fitted, released=released).set_index("check")
+    assert before.loc["P3", "verdict"] == "pass"
+    observations = fitted.study.observations
+    observations.loc[observations["visit"] == 2.0, "visit"] = 5.0
+    moved = model_privacy_checks(fitted, released=released).set_index("check")
+    assert moved.loc["P3", "verdict"] == "FAIL"
+    assert "time 2.0 is not the time rule's 5" in moved.loc["P3", "result"]
+    fitted.study.covariates["WT"] *= 2
+    heavier = model_privacy_checks(fitted, released=released).set_index("check")
+    assert "covariate WT geometric mean" in heavier.loc["P3", "result"]
