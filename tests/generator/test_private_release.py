@@ -15,6 +15,9 @@ from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
     PrivateRelease,
+    _cohort_labels,
+    _group,
+    _level_labels,
     _patient_shares,
     noise_free_estimates,
     private_fingerprint,
@@ -117,6 +120,38 @@ def test_one_added_patient_changes_no_other_patients_share(fit):
     assert grown.study.n_patients == fit.study.n_patients + 1
     for name, shares in before.items():
         np.testing.assert_array_equal(after[name][: fit.study.n_patients], shares, err_msg=name)
+
+
+def test_one_added_patient_changes_one_groups_estimates_and_no_other_patients_label(fit):
+    """The aggregate's declared stability (one patient changes one group's value), against a
+    neighbour with one more patient: every estimate of the other group is as it was."""
+    data, roles = load_dataset("theo_sd")
+    newcomer = data[data["ID"] == 1].assign(ID=99, DV=lambda rows: rows["DV"] * 1.05)
+    grown = _estimate(pd.concat([data, newcomer], ignore_index=True), roles)
+    before, after = subset_estimates(fit, subsets=2), subset_estimates(grown, subsets=2)
+    other = 1 - _group(99, 2)
+    assert before.keys() == after.keys()
+    for name, values in before.items():
+        np.testing.assert_array_equal(after[name][other], values[other], err_msg=name)
+
+
+def test_one_added_patient_changes_no_other_patients_arm_or_level(warfarin_fit):
+    """The counts' declared stability (one patient, one label): a neighbour with one more
+    patient leaves every other patient's arm and sex label as it was."""
+    data, roles = load_dataset("warfarin")
+    newcomer = data[data[roles.id] == data[roles.id].iloc[0]].assign(**{roles.id: 999})
+    newcomer[roles.dv] = newcomer[roles.dv] * 1.05  # a patient of their own, not a copy
+    grown = _estimate(pd.concat([data, newcomer], ignore_index=True), roles)
+    n = warfarin_fit.study.n_patients
+    arms = [_cohort_labels(f, model_fingerprint(f))[0] for f in (warfarin_fit, grown)]
+    np.testing.assert_array_equal(arms[1][:n], arms[0])
+    levels = [level for level, _ in model_fingerprint(warfarin_fit).categories["sex"]]
+    sexes = [
+        _level_labels(f, "sex", levels, np.ones(f.study.n_patients, dtype=bool))
+        for f in (warfarin_fit, grown)
+    ]
+    assert sexes[1][:n] == sexes[0]
+    assert sexes[1][n] == sexes[1][0]  # the newcomer is a copy of the first patient
 
 
 def test_a_patient_who_brings_a_visit_to_the_threshold_moves_everyones_share(fit):
