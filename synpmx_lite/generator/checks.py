@@ -220,7 +220,12 @@ class _Source:
     """What the checks read from the source study."""
 
     def __init__(
-        self, study: StudyEvents, min_arm_patients: int, min_category_patients: int, left_out
+        self,
+        study: StudyEvents,
+        min_arm_patients: int,
+        min_category_patients: int,
+        left_out,
+        memo: dict | None = None,
     ) -> None:
         self.study = study
         self.n = study.n_patients
@@ -236,14 +241,17 @@ class _Source:
         # Split once: every check reads the rows of an endpoint, many times over.
         observations = study.observations
         self._rows = dict(list(observations.groupby(observations["endpoint"].astype(str))))
-        self._memo: dict = {}
+        self._memo: dict = {} if memo is None else memo
 
     def memo(self, key: tuple, compute: Callable[[], object]) -> object:
         """``compute()``, computed once per ``key`` for this source: one release's checks
         recompute the same visit centres, rounded values and rule times several times over.
-        Callers copy what they change."""
+        Arrays are kept read-only; callers copy what else they change."""
         if key not in self._memo:
-            self._memo[key] = compute()
+            value = compute()
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+            self._memo[key] = value
         return self._memo[key]
 
     def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -290,8 +298,10 @@ class _Source:
         return np.concatenate(times), np.concatenate(owners)
 
 
-# Each living study's sources, by their contents and thresholds: a fingerprint is checked as
-# it is built and again as it leaves, and each time the checks recompute the same values.
+# What the checks recomputed from each living study, by its contents and the thresholds: a
+# fingerprint is checked as it is built and again as it leaves, and each time the checks
+# recompute the same values. Only derived values are kept (never the study), so that an entry
+# goes when its study does.
 _SOURCES: dict[int, tuple[weakref.ref, dict]] = {}
 
 
@@ -301,14 +311,15 @@ def _contents(study: StudyEvents) -> str:
     digest = hashlib.sha256(repr((study.roles, list(study.ids))).encode())
     for frame in (study.observations, study.doses, study.covariates, study.arms.to_frame()):
         digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
-        digest.update(repr(list(frame.columns)).encode())
+        digest.update(repr((list(frame.columns), list(frame.dtypes))).encode())
     return digest.hexdigest()
 
 
 def _source_for(
     study: StudyEvents, min_arm_patients: int, min_category_patients: int, left_out
 ) -> _Source:
-    """The :class:`_Source` of ``study`` at these thresholds, made once while it lives."""
+    """The :class:`_Source` of ``study`` at these thresholds, with what earlier checks of the
+    same study, unchanged, recomputed."""
     place = id(study)
     held = _SOURCES.get(place)
     if held is None or held[0]() is not study:
@@ -316,9 +327,8 @@ def _source_for(
         forget = weakref.ref(study, lambda _: sources.pop(place, None))
         held = _SOURCES[place] = (forget, {})
     key = (_contents(study), min_arm_patients, min_category_patients, tuple(left_out))
-    if key not in held[1]:
-        held[1][key] = _Source(study, min_arm_patients, min_category_patients, left_out)
-    return held[1][key]
+    memo = held[1].setdefault(key, {})
+    return _Source(study, min_arm_patients, min_category_patients, left_out, memo=memo)
 
 
 def _holders(

@@ -187,6 +187,7 @@ def _objective(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> n
     # thousands of rows, and one array of them all is memory-bound, about 7 times slower. Each
     # row's arithmetic is the same in a block as in the whole.
     rows = max(1, _BLOCK_ELEMENTS // max(data.y.size, 1))
+    weights = np.broadcast_to(weights, (x.shape[0], data.n_patients))
     total = np.empty(x.shape[0])
     with np.errstate(all="ignore"):
         for start in range(0, x.shape[0], rows):

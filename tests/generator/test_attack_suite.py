@@ -7,12 +7,14 @@ checks, which read only the released JSON and the source study.
 """
 
 import dataclasses
+import gc
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from synpmx_lite.generator import checks as checks_module
 from synpmx_lite.generator import estimate as builder
 from synpmx_lite.generator.cases import constructed_warfarin_cases
 from synpmx_lite.generator.estimate import (
@@ -1027,3 +1029,15 @@ def test_a_study_changed_in_place_after_a_check_is_read_afresh(study):
     fitted.study.covariates["WT"] *= 2
     heavier = model_privacy_checks(fitted, released=released).set_index("check")
     assert "covariate WT geometric mean" in heavier.loc["P3", "result"]
+
+
+def test_the_checks_forget_a_study_once_it_is_gone(study):
+    # What the checks keep of a study is derived from it and goes with it: no patient's data
+    # stay reachable from the package after the caller has dropped the fit.
+    fitted = synpmx_model_estimate(study, SIMULATED_ROLES)
+    model_privacy_checks(fitted)
+    place = id(fitted.study)
+    assert place in checks_module._SOURCES
+    del fitted
+    gc.collect()
+    assert place not in checks_module._SOURCES
