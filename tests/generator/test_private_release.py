@@ -137,21 +137,27 @@ def test_one_added_patient_changes_one_groups_estimates_and_no_other_patients_la
 
 def test_one_added_patient_changes_no_other_patients_arm_or_level(warfarin_fit):
     """The counts' declared stability (one patient, one label): a neighbour with one more
-    patient leaves every other patient's arm and sex label as it was."""
+    patient leaves every other patient's arm and sex label as it was, each fit's labels read
+    against its own release's arms and levels. (Warfarin has one arm and no folded level, so
+    this does not exercise a threshold: the visit test below is the attack on that.)"""
     data, roles = load_dataset("warfarin")
     newcomer = data[data[roles.id] == data[roles.id].iloc[0]].assign(**{roles.id: 999})
-    newcomer[roles.dv] = newcomer[roles.dv] * 1.05  # a patient of their own, not a copy
+    newcomer[roles.dv] = newcomer[roles.dv] * 1.05  # the first patient's design, own values
     grown = _estimate(pd.concat([data, newcomer], ignore_index=True), roles)
     n = warfarin_fit.study.n_patients
     arms = [_cohort_labels(f, model_fingerprint(f))[0] for f in (warfarin_fit, grown)]
     np.testing.assert_array_equal(arms[1][:n], arms[0])
-    levels = [level for level, _ in model_fingerprint(warfarin_fit).categories["sex"]]
     sexes = [
-        _level_labels(f, "sex", levels, np.ones(f.study.n_patients, dtype=bool))
+        _level_labels(
+            f,
+            "sex",
+            [level for level, _ in model_fingerprint(f).categories["sex"]],
+            np.ones(f.study.n_patients, dtype=bool),
+        )
         for f in (warfarin_fit, grown)
     ]
     assert sexes[1][:n] == sexes[0]
-    assert sexes[1][n] == sexes[1][0]  # the newcomer is a copy of the first patient
+    assert sexes[1][n] == sexes[1][0]  # the newcomer has the first patient's sex
 
 
 def test_a_patient_who_brings_a_visit_to_the_threshold_moves_everyones_share(fit):
