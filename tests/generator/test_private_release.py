@@ -122,7 +122,7 @@ def test_one_added_patient_changes_no_other_patients_share(fit):
         np.testing.assert_array_equal(after[name][: fit.study.n_patients], shares, err_msg=name)
 
 
-def test_one_added_patient_changes_one_groups_estimates_and_no_other_patients_label(fit):
+def test_one_added_patient_changes_the_estimates_of_their_group_only(fit):
     """The aggregate's declared stability (one patient changes one group's value), against a
     neighbour with one more patient: every estimate of the other group is as it was."""
     data, roles = load_dataset("theo_sd")
