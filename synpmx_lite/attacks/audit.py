@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from .._validation import check_count
 from ..pmx.study import load_dataset
@@ -540,10 +540,14 @@ def rate_at(members: np.ndarray, others: np.ndarray, rate: float) -> tuple[int, 
 
 def _clopper_pearson(k: int, total: int) -> tuple[float, float]:
     """Exact (Clopper-Pearson) two-sided interval of a binomial proportion, from beta quantiles
-    (as ``scipy.stats.binomtest(...).proportion_ci(method="exact")``, without its root search)."""
+    (as ``scipy.stats.binomtest(...).proportion_ci(method="exact")``, without its root search).
+
+    The quantiles are the inverse regularised incomplete beta function, the very values
+    ``scipy.stats.beta.ppf`` returns, without its argument checks: the epsilon bound's
+    threshold search calls this thousands of times."""
     tail = (1 - _CONFIDENCE) / 2
-    low = stats.beta.ppf(tail, k, total - k + 1) if k > 0 else 0.0
-    high = stats.beta.ppf(1 - tail, k + 1, total - k) if k < total else 1.0
+    low = special.betaincinv(k, total - k + 1, tail) if k > 0 else 0.0
+    high = special.betaincinv(k + 1, total - k, 1 - tail) if k < total else 1.0
     return float(low), float(high)
 
 
