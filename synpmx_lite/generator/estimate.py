@@ -64,9 +64,14 @@ Hundepool A, Domingo-Ferrer J, Franconi L, et al. Statistical Disclosure Control
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import hashlib
 import math
+import pickle
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -912,6 +917,14 @@ def _plain(level: object) -> object:
     return level.item() if isinstance(level, np.generic) else level
 
 
+# Releases built, by a SHA-256 digest of the pickled fit they were built from (the most
+# recent first out): a release is a function of its fit alone, and the chapters, the checks
+# (model_privacy_checks) and the attacks build the same fit's release many times over.
+_RELEASES: OrderedDict[str, Fingerprint] = OrderedDict()
+_RELEASES_KEPT = 64
+_RELEASES_LOCK = threading.Lock()
+
+
 def model_fingerprint(fit: ModelFit) -> Fingerprint:
     """Build the fingerprint of a fit: the allowlisted population- and arm-level fields.
 
@@ -936,9 +949,31 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
         :data:`MAX_TIME_FIGURES` significant figures or fewer (the time and period are named);
         or the PK fit's correlated pair (``correlated``) has a correlation that one
         significant figure rounds to +-1.
+
+    Notes
+    -----
+    A fit's release is built, and checked, once: a later call with a fit whose every field is
+    equal (its pickle has the same SHA-256 digest) returns a copy of the same release. A fit
+    edited in place, or another fit, gets its own.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
+    key = hashlib.sha256(pickle.dumps(fit, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    with _RELEASES_LOCK:
+        built = _RELEASES.get(key)
+        if built is not None:
+            _RELEASES.move_to_end(key)
+    if built is None:
+        built = _built_fingerprint(fit)
+        with _RELEASES_LOCK:
+            _RELEASES[key] = built
+            while len(_RELEASES) > _RELEASES_KEPT:
+                _RELEASES.popitem(last=False)
+    return copy.deepcopy(built)  # the caller may edit its copy; the kept one stays as built
+
+
+def _built_fingerprint(fit: ModelFit) -> Fingerprint:
+    """The release of ``fit``, built and checked (:func:`model_fingerprint`)."""
     arms = _arms_kept(fit)
     if not arms:
         raise ValueError(

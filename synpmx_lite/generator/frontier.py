@@ -15,8 +15,8 @@ seeds fixed by precision, epsilon and draw: not by study, so every study uses th
 (``seed + p`` for the ``p``-th precision, ``seed + 100 (e + 1) + draw`` for draw ``draw`` at
 the ``e``-th epsilon), and the arrays depend neither on the scheduling nor on which other
 studies are computed. ``benchmarks/bench_frontier.py`` extrapolates the default settings to
-about 470 s of CPU per worker (36 s per draw); the shipped file took about 24 minutes on two
-cores (its metadata's ``seconds``), the machine shared with other work.
+about 470 s of CPU per worker (36 s per draw); on two cores the shipped file has taken 15 to
+25 minutes, with the machine shared with other work (its metadata's ``seconds`` says how long).
 
 Twelve private releases per epsilon, each with one synthetic study: the synthetic studies of
 one release share its noise, so with ``D`` releases of ``R`` studies the mean's variance is

@@ -9,6 +9,7 @@ checks, which read only the released JSON and the source study.
 import dataclasses
 import gc
 import json
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
@@ -168,6 +169,8 @@ def test_the_ordinary_call_judges_the_json_not_the_builder(fit, monkeypatch):
         return continuous, categories, heaviest
 
     monkeypatch.setattr(builder, "_covariate_release", leaking)
+    # The builder keeps each fit's release; this faulty builder has not built one yet.
+    monkeypatch.setattr(builder, "_RELEASES", OrderedDict())
     # No release passed in: the checks read the faulty builder's JSON and catch it.
     checks = model_privacy_checks(fit).set_index("check")
     assert (
@@ -1029,6 +1032,35 @@ def test_a_study_changed_in_place_after_a_check_is_read_afresh(study):
     fitted.study.covariates["WT"] *= 2
     heavier = model_privacy_checks(fitted, released=released).set_index("check")
     assert "covariate WT geometric mean" in heavier.loc["P3", "result"]
+
+
+def test_a_fits_release_is_built_once_and_each_caller_gets_a_copy(fit, monkeypatch):
+    # The chapters and checks ask for the same fit's release many times; it is built (and
+    # checked) once. Each caller gets a copy: editing one leaves the next as built.
+    built = []
+    monkeypatch.setattr(builder, "_RELEASES", OrderedDict())
+    build = builder._built_fingerprint
+    monkeypatch.setattr(builder, "_built_fingerprint", lambda f: built.append(f) or build(f))
+    first = model_fingerprint(fit)
+    first.typical[next(iter(first.typical))] = 1e6
+    first.categories.clear()
+    again = model_fingerprint(fit)
+    assert len(built) == 1 and again is not first
+    assert again.to_json() == build(fit).to_json() != first.to_json()
+
+
+def test_a_fit_edited_in_place_gets_a_release_of_its_own(study, monkeypatch):
+    # A release kept for a fit must never stand for the fit once it is edited: with every
+    # weight doubled in place, the release summarises the new weights (and passes P3).
+    monkeypatch.setattr(builder, "_RELEASES", OrderedDict())
+    fitted = synpmx_model_estimate(study, SIMULATED_ROLES)
+    before = model_fingerprint(fitted)
+    fitted.study.covariates["WT"] *= 2
+    after = model_fingerprint(fitted)
+    assert after.covariates["WT"] != before.covariates["WT"]
+    assert after.to_json() == builder._built_fingerprint(fitted).to_json()
+    checks = model_privacy_checks(fitted).set_index("check")
+    assert checks.loc["P3", "verdict"] == "pass"
 
 
 def test_the_checks_forget_a_study_once_it_is_gone(study):
