@@ -62,6 +62,22 @@ def warfarin_fit(_warfarin_fit):
     assert _digest(fit) == made, "the test edited the shared warfarin fit in place"
 
 
+@pytest.fixture(autouse=True)
+def _releases_kept_per_patching_test(request):
+    """A test that patches the package starts with no release kept (and leaves none): the
+    builder keeps each fit's release (``estimate._RELEASES``), so a release built before a
+    patch would stand in for the patched builder's, and one built under the patch would
+    outlive it."""
+    if "monkeypatch" not in request.fixturenames:
+        yield
+        return
+    from synpmx_lite.generator import estimate
+
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(estimate, "_RELEASES", {})
+    yield
+
+
 # The files that take longest, first, so that under pytest-xdist (``--dist loadfile``, which
 # hands files out in the order collected, two to each worker to start) no worker starts one
 # when the others are nearly done: the scratch-book builds, which mostly wait for kernels and

@@ -71,6 +71,7 @@ import math
 import pickle
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -917,11 +918,13 @@ def _plain(level: object) -> object:
     return level.item() if isinstance(level, np.generic) else level
 
 
-# Releases built, by a SHA-256 digest of the pickled fit they were built from (the most
-# recent first out): a release is a function of its fit alone, and the chapters, the checks
-# (model_privacy_checks) and the attacks build the same fit's release many times over.
-_RELEASES: OrderedDict[str, Fingerprint] = OrderedDict()
-_RELEASES_KEPT = 64
+# The releases built from each living study's fits, by a SHA-256 digest of the pickled fit
+# (the least recently used goes first): the chapters, the checks (model_privacy_checks) and the
+# attacks build the same fit's release many times over. Kept by the study's id beside a weak
+# reference to it, so that a study's releases go when it does, as the checks' memory does
+# (checks._SOURCES); the tests give each test that patches the builder a memory of its own.
+_RELEASES: dict[int, tuple[weakref.ref, OrderedDict[str, Fingerprint]]] = {}
+_RELEASES_KEPT = 16  # per study
 _RELEASES_LOCK = threading.Lock()
 
 
@@ -952,24 +955,41 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
 
     Notes
     -----
-    A fit's release is built, and checked, once: a later call with a fit whose every field is
-    equal (its pickle has the same SHA-256 digest) returns a copy of the same release. A fit
-    edited in place, or another fit, gets its own.
+    A fit's release is built and checked once while its study lives: a later call with a fit
+    whose pickle has the same SHA-256 digest (every field equal, written the same way) returns
+    a copy of the same release. A fit edited in place, or another fit, gets its own; so does a
+    fit whose pickle differs although its fields are equal, at the cost of a build. Sixteen
+    releases are kept per study, in each process, and they go when the study does.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
-    key = hashlib.sha256(pickle.dumps(fit, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    try:
+        key = hashlib.sha256(pickle.dumps(fit, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return _built_fingerprint(fit)  # a fit holding what pickle cannot write: not kept
     with _RELEASES_LOCK:
-        built = _RELEASES.get(key)
+        kept = _kept_releases(fit.study)
+        built = kept.get(key)
         if built is not None:
-            _RELEASES.move_to_end(key)
+            kept.move_to_end(key)
     if built is None:
         built = _built_fingerprint(fit)
         with _RELEASES_LOCK:
-            _RELEASES[key] = built
-            while len(_RELEASES) > _RELEASES_KEPT:
-                _RELEASES.popitem(last=False)
+            kept[key] = built
+            while len(kept) > _RELEASES_KEPT:
+                kept.popitem(last=False)
     return copy.deepcopy(built)  # the caller may edit its copy; the kept one stays as built
+
+
+def _kept_releases(study: StudyEvents) -> OrderedDict[str, Fingerprint]:
+    """The releases kept for fits of ``study`` (called under the lock)."""
+    place = id(study)
+    held = _RELEASES.get(place)
+    if held is None or held[0]() is not study:
+        releases = _RELEASES  # still there when the interpreter's exit clears the module
+        forget = weakref.ref(study, lambda _: releases.pop(place, None))
+        held = _RELEASES[place] = (forget, OrderedDict())
+    return held[1]
 
 
 def _built_fingerprint(fit: ModelFit) -> Fingerprint:

@@ -9,7 +9,7 @@ checks, which read only the released JSON and the source study.
 import dataclasses
 import gc
 import json
-from collections import OrderedDict
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -169,8 +169,6 @@ def test_the_ordinary_call_judges_the_json_not_the_builder(fit, monkeypatch):
         return continuous, categories, heaviest
 
     monkeypatch.setattr(builder, "_covariate_release", leaking)
-    # The builder keeps each fit's release; this faulty builder has not built one yet.
-    monkeypatch.setattr(builder, "_RELEASES", OrderedDict())
     # No release passed in: the checks read the faulty builder's JSON and catch it.
     checks = model_privacy_checks(fit).set_index("check")
     assert (
@@ -1036,9 +1034,9 @@ def test_a_study_changed_in_place_after_a_check_is_read_afresh(study):
 
 def test_a_fits_release_is_built_once_and_each_caller_gets_a_copy(fit, monkeypatch):
     # The chapters and checks ask for the same fit's release many times; it is built (and
-    # checked) once. Each caller gets a copy: editing one leaves the next as built.
+    # checked) once. Each caller gets a copy: editing one leaves the next as built. (Each test
+    # that patches the builder starts with no release kept: tests/conftest.py.)
     built = []
-    monkeypatch.setattr(builder, "_RELEASES", OrderedDict())
     build = builder._built_fingerprint
     monkeypatch.setattr(builder, "_built_fingerprint", lambda f: built.append(f) or build(f))
     first = model_fingerprint(fit)
@@ -1052,7 +1050,6 @@ def test_a_fits_release_is_built_once_and_each_caller_gets_a_copy(fit, monkeypat
 def test_a_fit_edited_in_place_gets_a_release_of_its_own(study, monkeypatch):
     # A release kept for a fit must never stand for the fit once it is edited: with every
     # weight doubled in place, the release summarises the new weights (and passes P3).
-    monkeypatch.setattr(builder, "_RELEASES", OrderedDict())
     fitted = synpmx_model_estimate(study, SIMULATED_ROLES)
     before = model_fingerprint(fitted)
     fitted.study.covariates["WT"] *= 2
@@ -1061,6 +1058,37 @@ def test_a_fit_edited_in_place_gets_a_release_of_its_own(study, monkeypatch):
     assert after.to_json() == builder._built_fingerprint(fitted).to_json()
     checks = model_privacy_checks(fitted).set_index("check")
     assert checks.loc["P3", "verdict"] == "pass"
+
+
+def test_a_fit_with_other_thresholds_gets_a_release_of_its_own(fit, monkeypatch):
+    # Same study, same estimates, another category threshold: SEX (six patients a level) is
+    # released at a threshold of 6 and left out at 7, whichever was built first.
+    assert model_fingerprint(dataclasses.replace(fit, min_category_patients=6)).categories
+    higher = dataclasses.replace(fit, min_category_patients=7)
+    assert model_fingerprint(higher).to_json() == builder._built_fingerprint(higher).to_json()
+    assert not model_fingerprint(higher).categories
+
+
+def test_a_fit_pickle_cannot_write_is_released_unkept(fit, monkeypatch):
+    # Anything a caller hangs on the study that pickle refuses costs the memory, not the release.
+    unwritable = dataclasses.replace(fit, earlier_releases=(lambda: None,))
+    monkeypatch.setattr(builder, "_built_fingerprint", lambda f: "built afresh")
+    assert model_fingerprint(unwritable) == "built afresh"
+    assert not builder._RELEASES
+
+
+def test_the_releases_kept_go_with_their_study(monkeypatch):
+    # As the checks' memory: once the caller drops the fit and its study, no release built
+    # from them stays reachable from the package; here one the checks fail (two patients X).
+    rare = with_sex(small_study(12, seed=1), ["F", "M"] * 5 + ["X", "X"])
+    fitted = dataclasses.replace(
+        synpmx_model_estimate(rare, SIMULATED_ROLES), min_category_patients=1
+    )
+    assert model_fingerprint(fitted).checks["P4"] == "FAIL"
+    kept = weakref.ref(next(iter(builder._RELEASES[id(fitted.study)][1].values())))
+    del fitted
+    gc.collect()
+    assert not builder._RELEASES and kept() is None
 
 
 def test_the_checks_forget_a_study_once_it_is_gone(study):
