@@ -64,10 +64,10 @@ def warfarin_fit(_warfarin_fit):
 
 @pytest.fixture(autouse=True)
 def _releases_kept_per_patching_test(request):
-    """A test that patches the package starts with no release kept (and leaves none): the
-    builder keeps each fit's release (``estimate._RELEASES``), so a release built before a
-    patch would stand in for the patched builder's, and one built under the patch would
-    outlive it."""
+    """A test that uses ``monkeypatch`` (whatever it patches) starts with no release kept and
+    leaves none: the builder keeps each fit's release (``estimate._RELEASES``), so a release
+    built before a patch would stand in for the patched builder's, and one built under the
+    patch would outlive it."""
     if "monkeypatch" not in request.fixturenames:
         yield
         return

@@ -321,10 +321,15 @@ def synpmx_model_estimate(
     residual_readings : bool, default False
         Whether each patient's move of the residual errors is read too (by the infinitesimal
         jackknife, :func:`synpmx_lite.generator.influence.jackknife_moves`) and held to the
-        same bars. Off by default, so that releases made before the reading existed are
-        made again unchanged; on the shipped theo_sd, theo_md and pheno_sd studies one
-        patient moves the additive or proportional error past ``fail``. Covariate effects
-        (the roles' ``effects``) are always read.
+        same bars, counted only as far as it is also large against the error's standard
+        error (the SE bar of PD shape parameters: ``review`` at one standard error, ``fail``
+        at two). Without that bar an additive error the data barely determine (mavoglurant's
+        under combined error) is moved past ``review`` by most patients, each by a small
+        fraction of its own uncertainty. Off by default, so that releases made before the
+        reading existed are made again unchanged, and P5 then does not cover the residual
+        errors: read, one patient of theo_sd and one of theo_md each move a part of the
+        combined error past ``fail``.
+        Covariate effects (the roles' ``effects``) are always read.
     earlier_releases : list of Fingerprint or str, optional
         The earlier releases of the same study (other data cuts): the release ledger. The
         fingerprint then withholds every categorical covariate whose level counts changed
@@ -509,7 +514,7 @@ def _influence_round(
     kinds += ("correlation",) if correlated else ()
     if pk is not None and (residual_readings or pk.effect_terms or without_eta or correlated):
         jackknife = jackknife_moves(
-            subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds
+            subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds, se_bar=(review, fail)
         )
         moves = moves.join(jackknife)
     pd_fits = _fit_pd(subset, min_arm_patients)
@@ -922,7 +927,7 @@ def _plain(level: object) -> object:
 # (the least recently used goes first): the chapters, the checks (model_privacy_checks) and the
 # attacks build the same fit's release many times over. Kept by the study's id beside a weak
 # reference to it, so that a study's releases go when it does, as the checks' memory does
-# (checks._SOURCES); the tests give each test that patches the builder a memory of its own.
+# (checks._SOURCES); the tests give each test that uses monkeypatch a memory of its own.
 _RELEASES: dict[int, tuple[weakref.ref, OrderedDict[str, Fingerprint]]] = {}
 _RELEASES_KEPT = 16  # per study
 _RELEASES_LOCK = threading.Lock()
@@ -956,9 +961,10 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     Notes
     -----
     A fit's release is built and checked once while its study lives: a later call with a fit
-    whose pickle has the same SHA-256 digest (every field equal, written the same way) returns
-    a copy of the same release. A fit edited in place, or another fit, gets its own; so does a
-    fit whose pickle differs although its fields are equal, at the cost of a build. Sixteen
+    of the same study object whose pickle has the same SHA-256 digest (every field equal,
+    written the same way) returns a copy of the same release. A fit edited in place, or
+    another fit, gets its own; so does a fit whose pickle differs although its fields are
+    equal, or one of an equal but separate study object, at the cost of a build. Sixteen
     releases are kept per study, in each process, and they go when the study does.
     """
     if not isinstance(fit, ModelFit):
@@ -966,7 +972,9 @@ def model_fingerprint(fit: ModelFit) -> Fingerprint:
     try:
         key = hashlib.sha256(pickle.dumps(fit, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
     except (pickle.PicklingError, TypeError, AttributeError):
-        return _built_fingerprint(fit)  # a fit holding what pickle cannot write: not kept
+        key = None  # a fit holding what pickle cannot write: built, not kept
+    if key is None:
+        return _built_fingerprint(fit)  # outside the except: a build error is not pickle's
     with _RELEASES_LOCK:
         kept = _kept_releases(fit.study)
         built = kept.get(key)

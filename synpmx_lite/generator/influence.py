@@ -39,6 +39,7 @@ __all__ = [
     "jackknife_moves",
     "pd_influence_moves",
     "pd_shape_moves",
+    "se_barred",
     "verdict",
 ]
 
@@ -158,6 +159,7 @@ def jackknife_moves(
     pk_label: str,
     exact_from: float,
     kinds: tuple[str, ...] = ("residual", "effect", "typical"),
+    se_bar: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     r"""How far leaving out each patient moves the estimates no random effect reads.
 
@@ -187,6 +189,13 @@ def jackknife_moves(
         parameters without a random effect (those with one are read from their etas by
         :func:`influence_moves`), and ``"correlation"``, a correlated pair's correlation
         (hundredths of the correlation, :math:`100\,|\Delta\rho|`).
+    se_bar : (float, float), optional
+        The screen's ``(review, fail)`` bars, to count a residual error's move only as far as
+        it is also large against that error's standard error, as a PD shape parameter's
+        (:func:`pd_influence_moves`): ``review`` only at one standard error and ``fail`` at
+        two. The standard error is :math:`\mathrm{SE}_{-i}`, the jackknife standard error of
+        the *other* patients' one-step readings, so that a patient's own pull cannot widen
+        the bar it is held to. Without it the moves are read as they stand.
 
     Returns
     -------
@@ -216,9 +225,21 @@ def jackknife_moves(
     # A correlation is estimated as Fisher's z: its move read in the correlation's own units,
     # d rho = (1 - rho^2) dz, as the exact refits measure it.
     scale = [1 - pk.correlation[name] ** 2 if kind == "correlation" else 1.0 for kind, name in keys]
-    moves = pd.DataFrame(
-        100 * np.abs(pk.jackknife[keys].to_numpy()) * scale, index=pk.eta.index, columns=columns
-    )
+    signed = pk.jackknife[keys].to_numpy()
+    # The residual errors' moves held to the SE bar, in points per standard error.
+    barred = np.array([kind == "residual" and se_bar is not None for kind, _ in keys])
+    points_per_se = 100 * _others_jackknife_se(signed[:, barred])
+
+    def read(moves: np.ndarray, rows: slice | int = slice(None)) -> np.ndarray:
+        if barred.any():
+            per_se = points_per_se[rows]
+            z = np.divide(
+                moves[..., barred], per_se, out=np.full_like(per_se, np.inf), where=per_se > 0
+            )
+            moves[..., barred] = se_barred(moves[..., barred], z, *se_bar)
+        return moves
+
+    moves = pd.DataFrame(read(100 * np.abs(signed) * scale), index=pk.eta.index, columns=columns)
     base = _estimated_scale(pk, keys)
     for i in np.flatnonzero((moves.to_numpy() >= exact_from).any(axis=1)):
         without = study.subset(np.arange(study.n_patients) != i)
@@ -232,8 +253,34 @@ def jackknife_moves(
                 random=pk.random,
                 correlated=pk.correlated,
             )
-        moves.iloc[i] = 100 * np.abs(_estimated_scale(refit, keys) - base)
+        moves.iloc[i] = read(100 * np.abs(_estimated_scale(refit, keys) - base), i)
     return moves
+
+
+def _others_jackknife_se(values: np.ndarray) -> np.ndarray:
+    r"""For each row :math:`i` and column, the jackknife standard error of the other rows'
+    leave-one-out values, :math:`\mathrm{SE}_{-i}^2 = \frac{m-1}{m}\sum_{j \ne i}
+    (\theta_{(j)} - \bar\theta_{-i})^2` with :math:`m = n - 1` (one column per estimate;
+    a constant shift of a column, as between values and their moves, leaves it unchanged)."""
+    m = values.shape[0] - 1
+    centred = values - values.mean(axis=0)
+    others_sum = centred.sum(axis=0) - centred
+    others_squares = (centred**2).sum(axis=0) - centred**2
+    variance = (m - 1) / m * (others_squares - others_sum**2 / m)
+    return np.sqrt(np.clip(variance, 0, None))
+
+
+def se_barred(percent: np.ndarray, z: np.ndarray, review: float, fail: float) -> np.ndarray:
+    """``percent`` counted only as far as it is also large in standard errors ``z``: at most
+    ``review`` times ``z`` up to one standard error, then rising to ``fail`` at two.
+
+    Examples
+    --------
+    >>> se_barred(np.array([40.0, 40.0, 10.0]), np.array([0.5, 2.0, 3.0]), 15, 30)
+    array([ 7.5, 30. , 10. ])
+    """
+    past_one = (fail - review) * np.maximum(z - 1, 0) if fail > review else 0.0
+    return np.minimum(percent, review * np.minimum(z, 1) + past_one)
 
 
 _KIND_NAMES = {
@@ -332,8 +379,7 @@ def pd_influence_moves(
     for name in PD_SHAPES[fit.shape]:
         percent = shape[(name, "percent")].to_numpy()
         z = shape[(name, "standard_errors")].to_numpy()
-        bar = np.where(z <= 1, review * z, review + (fail - review) * (z - 1))
-        columns[f"{label}: {name} shape parameter"] = np.minimum(percent, bar)
+        columns[f"{label}: {name} shape parameter"] = se_barred(percent, z, review, fail)
     return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
 
 
@@ -362,17 +408,12 @@ def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(refits, pd.DataFrame) or len(refits) != n:
         raise ValueError(f"refits must be a DataFrame with one row per patient ({n})")
     _check_refit_columns(fit, refits)
-    m = n - 1
     columns = {}
     for name in PD_SHAPES[fit.shape]:
         estimate = fit.parameters[name]
         values = refits[name].to_numpy(float)
         change = np.abs(values - estimate)
-        centred = values - values.mean()
-        others_sum = centred.sum() - centred
-        others_squares = (centred**2).sum() - centred**2
-        variance = (m - 1) / m * (others_squares - others_sum**2 / m)
-        se = np.sqrt(np.clip(variance, 0, None))
+        se = _others_jackknife_se(values[:, np.newaxis])[:, 0]
         columns[(name, "percent")] = (
             100 * change / abs(estimate) if estimate != 0 else np.full(n, np.inf)
         )

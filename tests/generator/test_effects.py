@@ -16,7 +16,7 @@ from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.influence import jackknife_moves
 from synpmx_lite.generator.release import Fingerprint
 from synpmx_lite.pmx.population import fit_population
-from synpmx_lite.pmx.study import prepare_study
+from synpmx_lite.pmx.study import load_dataset, prepare_study
 from tests.simulated import EXPONENTS, known_fingerprint, weight_data
 
 EFFECTS = ("cl ~ WT/70", "v ~ WT/70", "cl ~ SEX")
@@ -131,6 +131,62 @@ def test_the_jackknife_reads_the_moves_of_exact_refits():
     exact_read = 100 * np.abs(exact[:, [keys.index(k) for k in read]])
     np.testing.assert_allclose(moves[refitted], exact_read[refitted], rtol=1e-6)
     np.testing.assert_allclose(moves[~refitted], one_step[~refitted])
+    # Under the SE bar an exact move is held to the patient's own bar, the standard error of
+    # the *other* patients' one-step readings.
+    barred = jackknife_moves(study, fit, pk_label="DV", exact_from=0, se_bar=(15, 30))
+    residual = [j for j, k in enumerate(read) if k[0] == "residual"]
+    signed = 100 * fit.jackknife[read].to_numpy()[:, residual]
+    z = exact_read[:, residual] / _others_se_by_hand(signed)
+    expected = exact_read.copy()
+    expected[:, residual] = np.minimum(
+        exact_read[:, residual], np.where(z <= 1, 15 * z, 15 + 15 * (z - 1))
+    )
+    np.testing.assert_allclose(barred.to_numpy(), expected, rtol=1e-6)
+
+
+def _others_se_by_hand(values):
+    """Each row's jackknife SE of the other rows' values, one row at a time."""
+    n = len(values)
+    rows = []
+    for i in range(n):
+        others = np.delete(values, i, axis=0)
+        rows.append(np.sqrt((n - 2) / (n - 1) * ((others - others.mean(axis=0)) ** 2).sum(axis=0)))
+    return np.array(rows)
+
+
+def test_the_se_bar_counts_a_residual_move_as_far_as_it_is_large_against_its_se():
+    study = prepare_study(*weight_data(n=14, seed=8))
+    fit = fit_population(study, error="combined", effects=("cl ~ WT/70",))
+    plain = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf)
+    barred = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf, se_bar=(15, 30))
+    residual = [c for c in plain.columns if c.endswith("residual error")]
+    assert len(residual) == 2
+    others = plain.columns.difference(residual)
+    np.testing.assert_array_equal(barred[others], plain[others])
+    signed = 100 * fit.jackknife[[("residual", "additive"), ("residual", "proportional")]]
+    z = plain[residual].to_numpy() / _others_se_by_hand(signed.to_numpy())
+    np.testing.assert_allclose(
+        barred[residual], np.minimum(plain[residual], np.where(z <= 1, 15 * z, 15 + 15 * (z - 1)))
+    )
+    assert (barred[residual] < plain[residual]).to_numpy().any()
+
+
+@pytest.mark.parametrize(
+    ("study", "patient", "part"), [("theo_sd", 1, "additive"), ("theo_md", 9, "proportional")]
+)
+def test_read_residual_errors_fail_a_study_one_patient_dominates(study, patient, part):
+    """The theophylline studies' combined errors (12 patients): without one patient a part of
+    it moves past two standard errors of the other patients' readings (theo_sd's additive
+    part about doubles), so P5 fails once residual errors are read, and passes unread."""
+    data, roles = load_dataset(study)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        read = synpmx_model_estimate(data, roles, residual_readings=True)
+    moves = read.privacy.moves[f"DV: {part} residual error"]
+    assert moves.idxmax() == patient and moves.max() >= read.privacy.fail
+    assert model_privacy_checks(read).set_index("check").loc["P5", "verdict"] == "FAIL"
+    unread = synpmx_model_estimate(data, roles)
+    assert model_privacy_checks(unread).set_index("check").loc["P5", "verdict"] == "pass"
 
 
 def _refit_without(study, i):
