@@ -1085,104 +1085,24 @@ def _flip_flop_mirror(
 def _finish(problem, study, best, result, bounds, starts, mirror=None) -> PopulationFit:
     """Covariance step, diagnostics and the fit object at the best point found."""
     x = best["x"]
-    p, k = problem.p, problem.k
     final = _modes(problem, x[None], best["eta"][None])
     ofv_terms, gradient_terms = _ofv_and_gradient(problem, final)
     ofv = float(ofv_terms.sum())
-    gradient = gradient_terms[0].sum(axis=0)
-    low, high = bounds.T
-    held = np.r_[np.zeros(p, dtype=bool), ~problem.random, np.zeros(k - 2 * p, dtype=bool)]
-    at_low, at_high = (x - low < _AT_BOUND) & ~held, (high - x < _AT_BOUND) & ~held
-    free = ~(at_low | at_high | held)
     index = _parameter_index(problem)
-    diagnostics = []
-    names = [f"{kind} {name}" for kind, name in index]
-    labels = [
-        f"the between-subject SD of {name}" if kind == "omega_sd" else f"{kind} {name}"
-        for kind, name in index
-    ]
-    floor = at_low & (np.arange(k) >= p) & (np.arange(k) < 2 * p)
-    for i in np.flatnonzero(floor):
-        diagnostics.append(
-            f"the between-subject SD of {index[i][1]} collapsed to its floor "
-            f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it (not identified: "
-            f"remove the random effect (eta) on {index[i][1]})"
-        )
-    omega_sd = (np.arange(k) >= p) & (np.arange(k) < 2 * p) & ~held
-    for i in np.flatnonzero(omega_sd & (x > np.log(WIDEST_OMEGA_SD))):
-        sd, eta = float(np.exp(x[i])), final.eta[0][:, i - p]
-        diagnostics.append(_wide_omega_message(index[i][1], sd, eta))
-    for i in np.flatnonzero((at_low | at_high) & ~floor):
-        diagnostics.append(f"{names[i]} sits at a bound of its search range")
-    if not final.converged.all():
-        # Rows of ``eta``, not source IDs: the diagnostics are quoted in the privacy checks.
-        bad = np.flatnonzero(~final.converged[0])
-        diagnostics.append(
-            f"the modes of {bad.size} patients did not converge within {_foce._MODE_ITERATIONS} "
-            f"Newton steps (first: row {bad[0]} of eta)"
-        )
-    # Covariance step: R by central differences of the exact gradient, over the free
-    # parameters; S from each patient's gradient.
-    covariance = sandwich = jackknife = None
-    free_index = np.flatnonzero(free)
-    m = free_index.size
-    free_gradient = gradient[free_index]
-    try:
-        if m == 0:
-            raise linalg.LinAlgError("every parameter sits at a bound")
-        steps = _HESSIAN_STEP * np.eye(k)[free_index]
-        points = np.vstack([x + steps, x - steps])
-        shifted = _modes(
-            problem, points, np.broadcast_to(final.eta[0], (len(points), *final.eta[0].shape))
-        )
-        shifted_gradient = _ofv_and_gradient(problem, shifted)[1].sum(axis=1)
-        r = (shifted_gradient[:m] - shifted_gradient[m:])[:, free_index] / (2 * _HESSIAN_STEP)
-        r = (r + r.T) / 2
-        if not np.isfinite(r).all():
-            raise linalg.LinAlgError("a non-finite R matrix")
-        factor = linalg.cho_factor(r)
-        r_inverse = linalg.cho_solve(factor, np.eye(m))
-        s = np.einsum("nk,nl->kl", *(2 * [gradient_terms[0][:, free_index]]))
-        free_names = index[free_index]
-        covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
-        sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
-        # Leaving patient i out removes O_i, whose gradient g_i then drives a Newton step
-        # R^-1 g_i from the optimum: the infinitesimal jackknife.
-        jackknife = pd.DataFrame(
-            gradient_terms[0][:, free_index] @ r_inverse,
-            index=pd.Index(study.ids, name="id"),
-            columns=free_names,
-        )
-        log_se = np.sqrt(2 * np.diag(r_inverse))
-        for i, se in zip(free_index, log_se, strict=True):
-            if se > _UNDETERMINED_LOG_SE:
-                diagnostics.append(_undetermined_message(index[i], labels[i], x[i], se))
-        gain = 0.5 * free_gradient @ r_inverse @ free_gradient
-        if gain > _NEWTON_GAIN:
-            diagnostics.append(
-                f"the optimizer did not converge: it stopped ({result.message}) where a "
-                "Newton step would still "
-                f"lower the OFV by {gain:.3g}: not a stationary point"
-            )
-    except linalg.LinAlgError:
-        diagnostics.append(
-            "the covariance step failed: the Hessian of the OFV is not positive definite at "
-            "the optimum (a parameter the data do not determine)"
-        )
+    free, diagnostics = _bound_diagnostics(problem, x, bounds, final, index)
+    covariance, sandwich, jackknife, step_diagnostics = _covariance_step(
+        problem, study, x, final, gradient_terms[0], free, index, result
+    )
+    diagnostics += step_diagnostics
     if not np.isfinite(ofv):
         diagnostics.append("the OFV is not finite at the reported optimum")
     if mirror is not None:
         diagnostics.append(_flip_flop_message(problem.model, x, ofv, mirror))
     n_left_out = 0 if problem.left_out is None else int(problem.left_out.sum())
-    unit_variance = final.terms["zero"][0] & (problem.y != 0)
-    n_censored = 0
-    if problem.censored is not None:  # M3 gives such a row probability 1, not variance 1
-        unit_variance &= ~problem.censored
-        n_censored = int(problem.censored.sum())
-    escaped = unit_variance & problem.after_dose
-    if escaped.any():
+    unit_variance, n_censored, escaped = _unit_variance_rows(problem, final)
+    if escaped:
         diagnostics.append(
-            f"{int(escaped.sum())} non-zero observations taken after a dose are predicted as "
+            f"{escaped} non-zero observations taken after a dose are predicted as "
             "exactly 0 (before a patient's lag time): under proportional error their variance "
             "is set to 1, so that they add y^2 whatever the fit and the estimates depend on "
             "the units of the observations; fit the combined error model"
@@ -1232,6 +1152,113 @@ def _finish(problem, study, best, result, bounds, starts, mirror=None) -> Popula
             stacklevel=4,
         )
     return fit
+
+
+def _bound_diagnostics(problem, x, bounds, final, index) -> tuple[np.ndarray, list[str]]:
+    """Which parameters are free at ``x`` (neither at a bound nor held), and what is wrong
+    there: a between-subject SD at its floor or implausibly wide, an estimate at a bound of
+    its search range, modes that did not converge."""
+    p, k = problem.p, problem.k
+    low, high = bounds.T
+    held = np.r_[np.zeros(p, dtype=bool), ~problem.random, np.zeros(k - 2 * p, dtype=bool)]
+    at_low, at_high = (x - low < _AT_BOUND) & ~held, (high - x < _AT_BOUND) & ~held
+    diagnostics = []
+    floor = at_low & (np.arange(k) >= p) & (np.arange(k) < 2 * p)
+    for i in np.flatnonzero(floor):
+        diagnostics.append(
+            f"the between-subject SD of {index[i][1]} collapsed to its floor "
+            f"({_OMEGA_SD_BOUNDS[0]}): the data do not identify it (not identified: "
+            f"remove the random effect (eta) on {index[i][1]})"
+        )
+    omega_sd = (np.arange(k) >= p) & (np.arange(k) < 2 * p) & ~held
+    for i in np.flatnonzero(omega_sd & (x > np.log(WIDEST_OMEGA_SD))):
+        sd, eta = float(np.exp(x[i])), final.eta[0][:, i - p]
+        diagnostics.append(_wide_omega_message(index[i][1], sd, eta))
+    for i in np.flatnonzero((at_low | at_high) & ~floor):
+        kind, name = index[i]
+        diagnostics.append(f"{kind} {name} sits at a bound of its search range")
+    if not final.converged.all():
+        # Rows of ``eta``, not source IDs: the diagnostics are quoted in the privacy checks.
+        bad = np.flatnonzero(~final.converged[0])
+        diagnostics.append(
+            f"the modes of {bad.size} patients did not converge within {_foce._MODE_ITERATIONS} "
+            f"Newton steps (first: row {bad[0]} of eta)"
+        )
+    return ~(at_low | at_high | held), diagnostics
+
+
+def _covariance_step(problem, study, x, final, gradient_terms, free, index, result) -> tuple:
+    """The covariance step over the free parameters: R by central differences of the exact
+    gradient, S from each patient's gradient (``gradient_terms``), the infinitesimal jackknife,
+    and what they say is wrong (an estimate the data do not determine, an optimizer stopped
+    short of a stationary point, a Hessian that is not positive definite).
+
+    Returns ``(covariance, sandwich, jackknife, diagnostics)``, the first three None where the
+    step failed.
+    """
+    k = problem.k
+    labels = [
+        f"the between-subject SD of {name}" if kind == "omega_sd" else f"{kind} {name}"
+        for kind, name in index
+    ]
+    free_index = np.flatnonzero(free)
+    m = free_index.size
+    free_gradient = gradient_terms.sum(axis=0)[free_index]
+    try:
+        if m == 0:
+            raise linalg.LinAlgError("every parameter sits at a bound")
+        steps = _HESSIAN_STEP * np.eye(k)[free_index]
+        points = np.vstack([x + steps, x - steps])
+        shifted = _modes(
+            problem, points, np.broadcast_to(final.eta[0], (len(points), *final.eta[0].shape))
+        )
+        shifted_gradient = _ofv_and_gradient(problem, shifted)[1].sum(axis=1)
+        r = (shifted_gradient[:m] - shifted_gradient[m:])[:, free_index] / (2 * _HESSIAN_STEP)
+        r = (r + r.T) / 2
+        if not np.isfinite(r).all():
+            raise linalg.LinAlgError("a non-finite R matrix")
+        r_inverse = linalg.cho_solve(linalg.cho_factor(r), np.eye(m))
+    except linalg.LinAlgError:
+        failed = (
+            "the covariance step failed: the Hessian of the OFV is not positive definite at "
+            "the optimum (a parameter the data do not determine)"
+        )
+        return None, None, None, [failed]
+    s = np.einsum("nk,nl->kl", *(2 * [gradient_terms[:, free_index]]))
+    free_names = index[free_index]
+    covariance = pd.DataFrame(2 * r_inverse, index=free_names, columns=free_names)
+    sandwich = pd.DataFrame(r_inverse @ s @ r_inverse, index=free_names, columns=free_names)
+    # Leaving patient i out removes O_i, whose gradient g_i then drives a Newton step
+    # R^-1 g_i from the optimum: the infinitesimal jackknife.
+    jackknife = pd.DataFrame(
+        gradient_terms[:, free_index] @ r_inverse,
+        index=pd.Index(study.ids, name="id"),
+        columns=free_names,
+    )
+    diagnostics = []
+    log_se = np.sqrt(2 * np.diag(r_inverse))
+    for i, se in zip(free_index, log_se, strict=True):
+        if se > _UNDETERMINED_LOG_SE:
+            diagnostics.append(_undetermined_message(index[i], labels[i], x[i], se))
+    gain = 0.5 * free_gradient @ r_inverse @ free_gradient
+    if gain > _NEWTON_GAIN:
+        diagnostics.append(
+            f"the optimizer did not converge: it stopped ({result.message}) where a "
+            "Newton step would still "
+            f"lower the OFV by {gain:.3g}: not a stationary point"
+        )
+    return covariance, sandwich, jackknife, diagnostics
+
+
+def _unit_variance_rows(problem, final) -> tuple[np.ndarray, int, int]:
+    """The observations whose variance is set to 1 (predicted exactly 0 under proportional
+    error), the censored rows' count, and how many unit-variance rows follow a dose."""
+    unit_variance = final.terms["zero"][0] & (problem.y != 0)
+    n_censored = 0
+    if problem.censored is not None:  # M3 gives such a row probability 1, not variance 1
+        unit_variance &= ~problem.censored
+        n_censored = int(problem.censored.sum())
+    return unit_variance, n_censored, int((unit_variance & problem.after_dose).sum())
 
 
 def _flip_flop_message(model: PkModel, x: np.ndarray, ofv: float, mirror: dict) -> str:
