@@ -55,12 +55,14 @@ from .utility import PRECISIONS, fingerprint_at, model_estimates, refit_estimate
 
 __all__ = [
     "DEFAULT_SETTINGS",
+    "PUBLISHED_ENROLMENT",
     "SOURCES",
     "WORKERS",
     "UsefulnessResults",
     "frontier_figure",
     "frontier_table",
     "published_groups",
+    "recovered_share",
     "usefulness_results",
 ]
 
@@ -122,16 +124,33 @@ def _study_arrays(study: str, settings: dict) -> dict[str, np.ndarray]:
     return arrays
 
 
-def published_groups(study: str) -> int:
-    """The groups of a shipped study's private release: a tenth of its published cohort size,
-    at least 2.
+#: Each study's enrolment as its source publishes it (``synpmx_lite/data/README.md``): the
+#: papers and nlmixr2data for the public studies, the designs' constants for the simulated
+#: ones. A number fixed outside the data, as a protocol's planned enrolment would be.
+PUBLISHED_ENROLMENT: dict[str, int] = {
+    "warfarin": 32,  # O'Reilly & Aggeler 1968, as in nlmixr2data
+    "theo_sd": 12,  # Boeckmann, Sheiner & Beal, NONMEM Users Guide
+    "theo_md": 12,
+    "mavoglurant": 120,  # Wendling et al. 2016
+    "mad_sim": 60,  # four cohorts of 15 (pmx.simulated_designs)
+    "pkpd_sim": 180,  # three arms of 60
+    "mixroute_sim": 90,  # 30 IV, 60 oral
+    "onc_sim": 200,
+}
 
-    The shipped studies are public and their sizes published, so the number is public, as the
-    guarantee needs; a sponsor would fix it from the protocol's planned enrolment before the
-    data are seen, never from the cohort.
+
+def published_groups(study: str) -> int:
+    """The groups of a shipped study's private release: a tenth of its published enrolment
+    (:data:`PUBLISHED_ENROLMENT`), at least 2, never read from the cohort.
+
+    A sponsor would fix the number from the protocol's planned enrolment before the data are
+    seen: computed from the cohort, it would change with one patient and regroup everyone.
     """
-    data, roles = load_dataset(study)
-    return max(2, data[roles.id].nunique() // 10)
+    if study not in PUBLISHED_ENROLMENT:
+        raise ValueError(
+            f"study {study!r} has no published enrolment; known: {sorted(PUBLISHED_ENROLMENT)}"
+        )
+    return max(2, PUBLISHED_ENROLMENT[study] // 10)
 
 
 def _private_arrays(study: str, fit: ModelFit, settings: dict) -> dict[str, np.ndarray]:
@@ -253,9 +272,10 @@ def usefulness_results(settings: dict | None = None) -> UsefulnessResults:
     return UsefulnessResults(stored)
 
 
-def _recovered(refits: pd.DataFrame, source: pd.Series, tolerance: float) -> np.ndarray:
-    """Per replicate, the share of PK estimates within ``tolerance`` of the source (a failed
-    fit recovers nothing)."""
+def recovered_share(refits: pd.DataFrame, source: pd.Series, tolerance: float) -> np.ndarray:
+    """Per replicate, the share of PK estimates within ``tolerance`` of the source, as a ratio
+    either way (a failed fit recovers nothing). The tolerance is on each estimate's own scale:
+    for a between-subject variance, 25 % is about 12 % on its SD."""
     pk = [name for name in source.index if name.split()[0] in ("typical", "omega", "residual")]
     ratio = refits[pk].to_numpy(dtype=float) / source[pk].to_numpy()
     close = np.abs(np.log(ratio)) <= math.log1p(tolerance)
@@ -292,7 +312,7 @@ def frontier_table(results: UsefulnessResults, *, tolerance: float = 0.25) -> pd
             ("DP", eps, results.private_refits(study, eps)) for eps in results.settings["epsilons"]
         ]
         for release, epsilon, refits in releases:
-            share = _recovered(refits, source, tolerance)
+            share = recovered_share(refits, source, tolerance)
             clusters = draws if release == "DP" else share.size
             mean, se = _mean_and_se(share, clusters)
             rows.append(
@@ -317,20 +337,30 @@ def frontier_figure(table: pd.DataFrame, references: pd.DataFrame) -> p9.ggplot:
         From :func:`frontier_table` (its ``DP`` rows are drawn).
     references : pandas.DataFrame
         Columns ``study``, ``release``, ``usefulness`` and ``epsilon``: a reference with a
-        finite epsilon (e.g. the lower bound an audit puts on the ordinary release) is a point
-        there; one with epsilon NaN or inf (none known) a horizontal line.
+        finite epsilon (the lower bound an audit puts on the ordinary release) is a point
+        there, with a dotted line on to the largest epsilon (the release's own is at or above
+        it); one with epsilon NaN or inf (none known) a horizontal line.
     """
+    # A share lies in [0, 1]: the two-SE band is clipped there.
     private = table[table["release"] == "DP"].assign(
-        low=lambda t: t["usefulness"] - 2 * t["se"], high=lambda t: t["usefulness"] + 2 * t["se"]
+        low=lambda t: (t["usefulness"] - 2 * t["se"]).clip(0, 1),
+        high=lambda t: (t["usefulness"] + 2 * t["se"]).clip(0, 1),
     )
-    placed = references[np.isfinite(references["epsilon"].astype(float))]
-    lines = references[~np.isfinite(references["epsilon"].astype(float))]
+    bounded = np.isfinite(references["epsilon"].astype(float))
+    # A bound is a floor: the release sits at or above it, so it runs on to the right edge.
+    placed = references[bounded].assign(right=float(private["epsilon"].max()))
+    lines = references[~bounded]
     return (
         p9.ggplot(private, p9.aes("epsilon", "usefulness"))
         + p9.geom_hline(p9.aes(yintercept="usefulness", linetype="release"), data=lines)
         + p9.geom_ribbon(p9.aes(ymin="low", ymax="high"), alpha=0.2)
         + p9.geom_line()
         + p9.geom_point()
+        + p9.geom_segment(
+            p9.aes(x="epsilon", xend="right", y="usefulness", yend="usefulness"),
+            data=placed,
+            linetype="dotted",
+        )
         + p9.geom_point(p9.aes(shape="release"), data=placed, size=3)
         + p9.scale_x_log10()
         + p9.facet_wrap("study")
@@ -338,7 +368,7 @@ def frontier_figure(table: pd.DataFrame, references: pd.DataFrame) -> p9.ggplot:
             x="epsilon of the private release",
             y="share of PK estimates recovered",
             linetype="ordinary release,\nepsilon unknown",
-            shape="ordinary release at the\naudit's epsilon bound",
+            shape="ordinary release, epsilon\nat or above the audit's bound",
         )
         + theme_book()
     )

@@ -34,8 +34,12 @@ test keeps this attack). The steps from patients to one value per
 group or per patient are declared to OpenDP with their stability
 (``make_user_transformation``), which OpenDP takes on trust; the tests add a patient and check
 that no other value moves. PD models, graded endpoints and the reference weight are withheld.
-OpenDP's samplers cannot be seeded: a release is drawn afresh at each call, and a
-chapter that needs the same release each time stores it (its JSON).
+The release writes that list in its JSON (``not_covered``). A fit whose release would carry
+model estimates the aggregate does not privatise (covariate effects, a correlated pair of etas,
+a parameter without a random effect, keep columns) is refused; the ordinary release's P4 and P5
+verdicts, computed from every patient, are not carried. OpenDP's samplers cannot be seeded: a
+release is drawn afresh at each call, and a chapter that needs the same release each time
+stores it (its JSON).
 
 With ``epsilon=math.inf`` no noise is added and nothing is split: the release is the ordinary
 release with unrounded estimates (:func:`synpmx_lite.generator.utility.fingerprint_at`). That is
@@ -72,12 +76,14 @@ from .utility import fingerprint_at
 
 __all__ = [
     "DEFAULT_RANGES",
+    "NOT_COVERED",
     "PrivateRelease",
     "noise_free_estimates",
     "private_fingerprint",
     "subset_estimates",
 ]
 
+# The user transformations need both; enabled for the whole process (OpenDP's flags are global).
 dp.enable_features("contrib", "honest-but-curious")
 
 #: Public ranges (natural scale) of the estimates, by kind: wide enough for any study in the
@@ -90,6 +96,16 @@ DEFAULT_RANGES: dict[str, tuple[float, float]] = {
     "geometric_mean": (1e-2, 1e3),
     "sdlog": (1e-2, 2.0),
 }
+
+#: The parts of a private release taken from the ordinary release, outside the guarantee.
+NOT_COVERED: tuple[str, ...] = (
+    "the model's structure and error model",
+    "which arms are kept",
+    "the planned doses' times, amounts, durations and routes",
+    "the visit times",
+    "the categorical covariates' levels and their folding",
+    "the LOQ",
+)
 
 _PATIENTS = (dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())
 
@@ -115,6 +131,9 @@ class PrivateRelease:
         The Laplace scale OpenDP certifies for each number at its share.
     ranges : dict of str to list of float
         The public range each estimate was clamped to (natural scale).
+    not_covered : list of str
+        What the release holds outside the guarantee: the study's design, taken from the
+        ordinary release (:data:`NOT_COVERED`).
     """
 
     fingerprint: Fingerprint
@@ -124,6 +143,7 @@ class PrivateRelease:
     split: dict[str, float]
     scales: dict[str, float]
     ranges: dict[str, list[float]]
+    not_covered: list[str] = dataclasses.field(default_factory=lambda: list(NOT_COVERED))
 
     def to_json(self) -> str:
         """The release with its guarantee's terms, as JSON."""
@@ -165,6 +185,7 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
     """
     if not isinstance(fit, ModelFit) or fit.pk is None:
         raise ValueError("fit must be a ModelFit with a PK model")
+    _refuse_unprivatised(fit)
     subsets = check_count(subsets, "subsets", minimum=2)
     groups = np.array([_group(i, subsets) for i in fit.study.ids])
     covariates = fit.study.covariates
@@ -182,6 +203,25 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
         for name, value in estimates.items():
             values.setdefault(name, []).append(value)
     return {name: np.array(v, dtype=float) for name, v in values.items()}
+
+
+def _refuse_unprivatised(fit: ModelFit) -> None:
+    """Refuse a fit whose release would carry estimates the group fits do not make (they fit
+    every parameter with a random effect and no covariate effect), so no noise would reach."""
+    pk = fit.pk
+    parts = {
+        "covariate effects (effects=)": bool(pk.effect_terms),
+        "a correlated pair of etas (correlated=)": pk.correlated is not None,
+        "parameters without a random effect (random=)": len(pk.random)
+        < len(pk.model.parameters),
+        "keep columns (the roles' keep)": bool(fit.roles.keep),
+    }
+    found = [part for part, present in parts.items() if present]
+    if found:
+        raise ValueError(
+            "the private release does not privatise " + ", ".join(found) + ": the ordinary "
+            "release's values would be released without noise; fit without them"
+        )
 
 
 def _group_estimates(fit: ModelFit, members: np.ndarray) -> dict[str, float]:
@@ -414,6 +454,7 @@ def _released(
         arms=arms,
         dose_change_rate=rate["dose_change_rate"],
         endpoints=endpoints,
+        checks={},  # the ordinary release's verdicts, read from every patient
     )
 
 
@@ -452,8 +493,10 @@ def private_fingerprint(
     Raises
     ------
     ValueError
-        A fit without a PK model, a budget that is not positive, fewer than 2 groups, or a
-        range that is not ``0 < low < high``.
+        A fit without a PK model, a budget that is not positive, fewer than 2 groups, a
+        range that is not ``0 < low < high``, or (at a finite budget) a fit with estimates the
+        release does not privatise: covariate effects, a correlated pair of etas, parameters
+        without a random effect, keep columns.
     """
     if not isinstance(fit, ModelFit):
         raise TypeError(f"fit must be a ModelFit (from synpmx_model_estimate), got {fit!r}")
@@ -461,8 +504,10 @@ def private_fingerprint(
         raise ValueError("fit has no PK model: the private release covers PK studies only")
     ranges = _checked_ranges(ranges)
     if epsilon == math.inf:
-        return PrivateRelease(fingerprint_at(fit, None), epsilon, math.inf, 1, {}, {}, {})
+        nothing = ["everything: with an infinite epsilon nothing is noised"]
+        return PrivateRelease(fingerprint_at(fit, None), epsilon, math.inf, 1, {}, {}, {}, nothing)
     epsilon = check_real(epsilon, "epsilon", low=0, low_open=True)
+    _refuse_unprivatised(fit)
     if groups is None:
         if subsets is None:
             raise ValueError(

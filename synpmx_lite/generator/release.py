@@ -298,7 +298,9 @@ def _schema(released: object) -> _Schema:
         _check_effect(schema, released, f"effects[{i}]", effect)
     if "correlation" in released:
         _check_correlation(schema, released)
-    if "checks" in released and schema.keys(released["checks"], "checks", _CHECK_KEYS):
+    # Both verdicts, or none (a private release, whose guarantee they would break).
+    checks = released.get("checks")
+    if "checks" in released and schema.keys(checks, "checks", _CHECK_KEYS, exact=bool(checks)):
         for name in _CHECK_KEYS:
             if name in released["checks"]:
                 schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
@@ -578,7 +580,9 @@ class Fingerprint:
         Per endpoint: ``attendance`` (1 where fewer than three missed a visit), ``visits``
         (``[period, time]`` pairs reached by at least three patients) and ``loq``.
     checks : dict
-        The verdicts of P4 and P5.
+        The verdicts of P4 and P5; empty in a private release
+        (:func:`synpmx_lite.generator.private_release.private_fingerprint`), since they are read
+        from every patient.
     effects : list of dict
         The PK fit's covariate effects (absent from the JSON without any), each with
         ``parameter``, ``covariate``, ``estimate`` (one significant figure) and either the

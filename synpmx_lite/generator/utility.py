@@ -263,9 +263,11 @@ class RefitSummary:
     table : pandas.DataFrame
         Columns ``source`` (the estimate on the source), ``median`` (of the refits),
         ``ratio`` (median over source), ``bias_percent`` (mean refit over source, less 1,
-        in %), ``low`` and ``high`` (the 2.5th and 97.5th percentiles of the refits),
-        ``covered`` (whether the source estimate lies between them) and ``converged`` (share
-        of replicates whose fit converged).
+        in %) and ``bias_se_percent`` (its Monte Carlo standard error), ``low`` and ``high``
+        (the 2.5th and 97.5th percentiles of the refits), ``covered`` (whether the source
+        estimate lies between them: with a dozen refits, nearly their whole range, so a miss
+        means nearly every refit fell on one side) and ``converged`` (share of replicates whose
+        fit converged). The variances (``omega``) are between-subject variances, not SDs.
     """
 
     table: pd.DataFrame
@@ -297,6 +299,7 @@ def refit_summary(refits: pd.DataFrame, source: pd.Series) -> RefitSummary:
             "median": median,
             "ratio": median / source.to_numpy(),
             "bias_percent": 100 * (np.nanmean(values, axis=0) / source.to_numpy() - 1),
+            "bias_se_percent": 100 * _mean_se(values) / source.to_numpy(),
             "low": low,
             "high": high,
             "covered": (low <= source.to_numpy()) & (source.to_numpy() <= high),
@@ -305,6 +308,13 @@ def refit_summary(refits: pd.DataFrame, source: pd.Series) -> RefitSummary:
         index=source.index,
     )
     return RefitSummary(table)
+
+
+def _mean_se(values: np.ndarray) -> np.ndarray:
+    """Monte Carlo standard error of each column's mean over its converged refits."""
+    converged = np.isfinite(values).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nanstd(values, axis=0, ddof=1) / np.sqrt(converged)
 
 
 def _step_width(value: float, figures: int) -> float:
@@ -331,11 +341,17 @@ def rounding_against_rse(fit: ModelFit) -> pd.DataFrame:
     """
     if fit.pk is None:
         raise ValueError("fit has no PK model: there is no PK estimate to compare")
-    summary = fit.pk.summary()
-    rse = summary["rse_percent"].copy()
-    rse.loc["omega_sd"] = 2 * rse.loc["omega_sd"].to_numpy()
+    summary = fit.pk.summary()["rse_percent"]
     estimates = model_estimates(fit.pk, {})
-    rse.index = estimates.index
+    # By kind and name, not by position: a fit with effects has more rows than it releases.
+    labels = {"typical": ("typical", 1), "omega_sd": ("omega", 2), "residual": ("residual", 1)}
+    rse = pd.Series(
+        {
+            f"{labels[kind][0]} {name}": labels[kind][1] * value
+            for (kind, name), value in summary.items()
+            if kind in labels
+        }
+    )
     rows = []
     for name, value in estimates.items():
         step_1 = 100 * _step_width(value, 1)

@@ -14,6 +14,7 @@ from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estim
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
+    NOT_COVERED,
     PrivateRelease,
     _cohort_labels,
     _group,
@@ -185,6 +186,35 @@ def test_the_number_of_groups_is_never_taken_from_the_cohort(fit):
         private_fingerprint(fit, epsilon=1.0)
     with pytest.raises(TypeError, match="subsets"):
         subset_estimates(fit)
+
+
+def test_estimates_the_groups_do_not_fit_are_refused_not_released_unnoised():
+    """A covariate effect, a correlated pair and a parameter without an eta would reach the
+    release as the ordinary release made them (found in review: the effect at one figure
+    under epsilon 0.1)."""
+    data, roles = load_dataset("theo_sd")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        fit = synpmx_model_estimate(
+            data, roles, effects=("cl ~ WT/70",), random=("cl", "v"), correlated=("cl", "v")
+        )
+    for call in (
+        lambda: private_fingerprint(fit, epsilon=0.1, subsets=2),
+        lambda: subset_estimates(fit, subsets=2),
+    ):
+        with pytest.raises(ValueError, match="does not privatise") as refusal:
+            call()
+        for part in ("effects=", "correlated=", "random="):
+            assert part in str(refusal.value)
+
+
+def test_the_release_states_what_it_does_not_cover_and_carries_no_verdict(fit, release):
+    assert model_fingerprint(fit).checks  # the ordinary release's P4 and P5 verdicts
+    assert release.fingerprint.checks == {}
+    written = json.loads(release.to_json())
+    assert written["not_covered"] == list(NOT_COVERED)
+    assert "the visit times" in written["not_covered"]
+    assert PrivateRelease.from_json(release.to_json()) == release
 
 
 def test_infinite_epsilon_is_the_ordinary_unrounded_release(fit):

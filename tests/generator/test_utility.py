@@ -12,14 +12,17 @@ import pytest
 from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
 from synpmx_lite.generator.frontier import (
     DEFAULT_SETTINGS,
+    PUBLISHED_ENROLMENT,
     SOURCES,
     UsefulnessResults,
     _digest,
     _keyed,
     _mean_and_se,
-    _recovered,
     _work,
+    frontier_figure,
     frontier_table,
+    published_groups,
+    recovered_share,
     usefulness_results,
 )
 from synpmx_lite.generator.generate import synpmx_model_generate
@@ -94,6 +97,9 @@ def test_refit_summary_covers_and_refuses():
     table = refit_summary(refits, source).table
     assert table["covered"].tolist() == [True, False]
     assert table.loc["b", "ratio"] == pytest.approx(1.75)
+    # The bias's Monte Carlo SE: the refits' SD over the root of their number, over the source.
+    expected = 100 * refits["b"].std(ddof=1) / math.sqrt(41) / 2.0
+    assert table.loc["b", "bias_se_percent"] == pytest.approx(expected)
     with pytest.raises(ValueError, match="same estimates"):
         refit_summary(refits[["b", "a"]], source)
 
@@ -274,6 +280,50 @@ def test_simulated_designs_respond_to_the_dose(study):
     assert change.is_monotonic_decreasing and (change < 0).all(), change
 
 
+def test_the_groups_come_from_the_published_enrolment_not_the_cohort(monkeypatch):
+    import synpmx_lite.generator.frontier as frontier
+
+    for study in PUBLISHED_ENROLMENT:  # the published number is the shipped file's
+        data, roles = load_dataset(study)
+        assert PUBLISHED_ENROLMENT[study] == data[roles.id].nunique()
+
+    def refuse(*_):
+        raise AssertionError("the cohort was read")
+
+    monkeypatch.setattr(frontier, "load_dataset", refuse)
+    assert published_groups("warfarin") == 3
+    assert published_groups("theo_sd") == 2
+    with pytest.raises(ValueError, match="published enrolment"):
+        published_groups("pheno_sd")
+
+
+def test_the_frontier_draws_a_bound_as_a_floor_and_clips_its_band():
+    table = pd.DataFrame(
+        {
+            "study": "s",
+            "release": "DP",
+            "epsilon": [0.1, 1.0, 10.0],
+            "usefulness": [0.05, 0.5, 0.99],
+            "se": [0.1, 0.05, 0.1],
+        }
+    )
+    references = pd.DataFrame(
+        {
+            "study": "s",
+            "release": ["1 figure", "2 figures"],
+            "usefulness": [0.9, 0.95],
+            "epsilon": [1.06, math.nan],
+        }
+    )
+    figure = frontier_figure(table, references)
+    layers = {type(layer.geom).__name__: layer for layer in figure.layers}
+    segment = layers["geom_segment"].geom.data
+    assert segment[["epsilon", "right"]].values.tolist() == [[1.06, 10.0]]
+    assert layers["geom_hline"].geom.data["release"].tolist() == ["2 figures"]
+    band = figure.data
+    assert band["low"].min() == 0.0 and band["high"].max() == 1.0
+
+
 def test_frontier_table_counts_the_independent_releases():
     results = UsefulnessResults(read_stored(DATA / "usefulness_refits.npz"))
     table = frontier_table(results)
@@ -282,7 +332,7 @@ def test_frontier_table_counts_the_independent_releases():
     assert (table.loc[~private, "releases"] == DEFAULT_SETTINGS["replicates"]).all()
     # A private row's standard error is over its releases, each release's studies averaged.
     row = table[private].iloc[-1]
-    share = _recovered(
+    share = recovered_share(
         results.private_refits(row["study"], row["epsilon"]), results.source(row["study"]), 0.25
     )
     means = share.reshape(DEFAULT_SETTINGS["dp_draws"], -1).mean(axis=1)
