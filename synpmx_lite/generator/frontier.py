@@ -51,7 +51,16 @@ from ..pmx.study import DATASETS, load_dataset
 from ..stored import StoredResult, load_or_compute, sources_digest, store
 from .estimate import ModelFit, synpmx_model_estimate
 from .private_release import PrivateRelease, private_fingerprint, subset_estimates
-from .utility import PRECISIONS, fingerprint_at, model_estimates, refit_estimates
+from .release import Fingerprint
+from .utility import (
+    PRECISIONS,
+    fingerprint_at,
+    model_estimates,
+    pd_bands,
+    refit_estimates,
+    synthetic_studies,
+    vpc_bands_by_arm,
+)
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -112,13 +121,11 @@ def _study_arrays(study: str, settings: dict) -> dict[str, np.ndarray]:
         f"{study}|source": model_estimates(fit.pk, fit.pd).to_numpy(),
     }
     for p, (label, figures) in enumerate(PRECISIONS.items()):
-        refits = refit_estimates(
-            fingerprint_at(fit, figures),
-            fit,
-            replicates=settings["replicates"],
-            seed=settings["seed"] + p,
-        )
-        arrays[f"{study}|{label}"] = refits.to_numpy()
+        released = fingerprint_at(fit, figures)
+        draws = {"replicates": settings["replicates"], "seed": settings["seed"] + p}
+        arrays[f"{study}|{label}"] = refit_estimates(released, fit, **draws).to_numpy()
+        synthetic = synthetic_studies(released, fit.roles, **draws)
+        arrays |= _check_arrays(f"{study}|{label}", fit, released, synthetic)
     if fit.pk is not None:
         arrays.update(_private_arrays(study, fit, settings))
     return arrays
@@ -137,6 +144,21 @@ PUBLISHED_ENROLMENT: dict[str, int] = {
     "mixroute_sim": 90,  # 30 IV, 60 oral
     "onc_sim": 200,
 }
+
+
+def _check_arrays(
+    key: str, fit: ModelFit, released: Fingerprint, studies: list
+) -> dict[str, np.ndarray]:
+    """The predictive checks of the refits' own synthetic studies: each cell's observed
+    percentile and band (``observed``, ``low``, ``high``), for the concentrations and for each
+    PD endpoint ``released`` models, so that every precision gets the chapter's checks."""
+    checks = {}
+    if fit.pk is not None:
+        checks["vpc"] = vpc_bands_by_arm(fit, studies)
+    for endpoint in released.pd:
+        checks[f"pd {endpoint}"] = pd_bands(fit, studies, endpoint=endpoint)
+    columns = ["observed", "low", "high"]
+    return {f"{key}|check {name}": bands[columns].to_numpy() for name, bands in checks.items()}
 
 
 def published_groups(study: str) -> int:
@@ -224,6 +246,16 @@ class UsefulnessResults:
     def _frame(self, study: str, key: str) -> pd.DataFrame:
         names = self.stored.arrays[f"{study}|names"].tolist()
         return pd.DataFrame(self.stored.arrays[f"{study}|{key}"], columns=names)
+
+    def predictive_checks(self, study: str, precision: str) -> dict[str, pd.DataFrame]:
+        """The predictive checks of the refits' synthetic studies at ``precision``, by check
+        (``"vpc"``, ``"pd <endpoint>"``): per cell, ``observed``, ``low`` and ``high``."""
+        prefix = f"{study}|{precision}|check "
+        return {
+            key.removeprefix(prefix): pd.DataFrame(value, columns=["observed", "low", "high"])
+            for key, value in self.stored.arrays.items()
+            if key.startswith(prefix)
+        }
 
     def refits(self, study: str, precision: str) -> pd.DataFrame:
         """Refits on synthetic data from the release at ``precision`` (a key of PRECISIONS)."""

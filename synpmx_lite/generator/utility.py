@@ -6,15 +6,16 @@ the source answers. This module measures that, study by study:
 * :func:`fingerprint_at` rebuilds a fit's fingerprint with its model estimates at another
   precision (unrounded, two figures), everything else as released;
 * :func:`synthetic_study` draws a synthetic study from any fingerprint and reads it back with
-  the source's roles, ready to fit;
+  the source's roles, ready to fit (:func:`synthetic_studies`: many, one seeded stream each);
 * :func:`refit_estimates` fits the source's model (same structure, same error model, same PD
   shape) to many synthetic studies and returns every estimate of every replicate;
 * :func:`refit_summary` sets those against the source fit: ratio, bias, and whether the source
   estimate lies within the synthetic estimates' spread;
 * :func:`rounding_against_rse` sets each estimate's RSE beside the width of the rounding step
   at one and two figures, and how far rounding moved it;
-* :func:`vpc_bands` gives the percentiles of a visual predictive check (:func:`pd_bands`: of a
-  PD endpoint, by dose arm), :func:`design_rates`
+* :func:`vpc_bands` gives the percentiles of a visual predictive check
+  (:func:`vpc_bands_by_arm`: within each released arm; :func:`pd_bands`: of a PD endpoint, by
+  arm), :func:`design_rates`
   the dose-modification and attendance rates, :func:`covariate_summaries` the covariate
   distributions, each for the source and for synthetic replicates alike.
 """
@@ -22,6 +23,7 @@ the source answers. This module measures that, study by study:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,8 +52,10 @@ __all__ = [
     "refit_estimates",
     "refit_summary",
     "rounding_against_rse",
+    "synthetic_studies",
     "synthetic_study",
     "vpc_bands",
+    "vpc_bands_by_arm",
 ]
 
 #: The precisions compared: significant figures of the model estimates (None: unrounded).
@@ -164,6 +168,21 @@ def synthetic_study(
     return prepare_study(table.drop_duplicates(), _synthetic_roles(roles, fingerprint))
 
 
+def _streams(replicates: int, seed: int) -> list[np.random.SeedSequence]:
+    """One stream per replicate, so that replicate ``r`` is the same for any number of them."""
+    replicates = check_count(replicates, "replicates")
+    return np.random.SeedSequence(check_count(seed, "seed", minimum=0)).spawn(replicates)
+
+
+def synthetic_studies(
+    fingerprint: Fingerprint, roles: PmxRoles, *, replicates: int, seed: int
+) -> list[StudyEvents]:
+    """``replicates`` synthetic studies from ``fingerprint`` (:func:`synthetic_study`), each from
+    its own stream of one seeded :class:`numpy.random.SeedSequence`: with the same ``seed``, the
+    studies :func:`refit_estimates` fits."""
+    return [synthetic_study(fingerprint, roles, seed=s) for s in _streams(replicates, seed)]
+
+
 def model_estimates(pk: PopulationFit | None, models: dict[str, PdFit]) -> pd.Series:
     """Every released model estimate of a fit, by name (``"typical cl"``, ``"pca baseline"``).
 
@@ -239,8 +258,7 @@ def refit_estimates(
         (:func:`model_estimates`); NaN where that replicate's fit failed or did not converge,
         or where ``fingerprint`` does not release that model.
     """
-    replicates = check_count(replicates, "replicates")
-    streams = np.random.SeedSequence(check_count(seed, "seed", minimum=0)).spawn(replicates)
+    streams = _streams(replicates, seed)
     rows = []
     for done, stream in enumerate(streams, start=1):
         try:
@@ -250,7 +268,7 @@ def refit_estimates(
         else:
             rows.append(_refit_one(study, fit, fingerprint))
         if report is not None:
-            report(done, replicates)
+            report(done, len(streams))
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
@@ -432,11 +450,62 @@ def vpc_bands(
     return _bands(_pk_observations(source), replicas, percentiles, bins)
 
 
-def _endpoint_rows(study: StudyEvents, endpoint: str, arms: dict) -> pd.DataFrame:
-    """A study's observations of ``endpoint`` with each patient's arm renamed by ``arms``."""
-    rows = study.observations[study.observations["endpoint"].astype(str) == endpoint]
+def vpc_bands_by_arm(
+    fit: ModelFit,
+    synthetic: Sequence[StudyEvents],
+    *,
+    percentiles: tuple[float, ...] = (10.0, 50.0, 90.0),
+    bins: int = 8,
+) -> pd.DataFrame:
+    """:func:`vpc_bands` within each arm the release keeps, as :func:`pd_bands` groups them:
+    pooled over dose levels or routes, percentiles of a mixture can hide one arm's misfit.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`vpc_bands`, with a column ``arm``.
+    """
+    if fit.pk is None:
+        raise ValueError("fit has no PK model: there are no concentrations to check")
+    return _bands_by_arm(fit, synthetic, _pk_observations, percentiles, bins)
+
+
+def _endpoint_rows(study: StudyEvents, endpoint: str) -> pd.DataFrame:
+    """A study's observations of ``endpoint``."""
+    return study.observations[study.observations["endpoint"].astype(str) == endpoint]
+
+
+def _with_arms(study: StudyEvents, rows: pd.DataFrame, arms: dict) -> pd.DataFrame:
+    """``rows`` of ``study`` with each patient's arm renamed by ``arms``."""
     arm = study.arms.to_numpy()[rows["patient"].to_numpy()]
     return rows.assign(arm=pd.Series(arm, index=rows.index).map(arms))
+
+
+def _bands_by_arm(
+    fit: ModelFit,
+    synthetic: Sequence[StudyEvents],
+    rows_of: Callable[[StudyEvents], pd.DataFrame],
+    percentiles: tuple,
+    bins: int,
+) -> pd.DataFrame:
+    """Bands within each released arm: the source's patients by the arm the release describes
+    them under (``arm 1``, ... in its order), the synthetic ones by their own."""
+    if not synthetic:
+        raise ValueError("synthetic must hold at least one synthetic study")
+    kept = _arms_kept(fit)
+    source_arms = {arm: arm_label(i) for i, arm in enumerate(kept)}
+    observed = _with_arms(fit.study, rows_of(fit.study), source_arms).dropna(subset=["arm"])
+
+    def synthetic_arms(study: StudyEvents) -> dict:
+        # A release of one arm is read back without an arm column: every patient is in it.
+        return {a: str(a) if len(kept) > 1 else arm_label(0) for a in study.arms.unique()}
+
+    replicas = [_with_arms(s, rows_of(s), synthetic_arms(s)) for s in synthetic]
+    frames = {
+        arm: _bands(rows, [r[r["arm"] == arm] for r in replicas], percentiles, bins)
+        for arm, rows in observed.groupby("arm")
+    }
+    return pd.concat(frames, names=["arm"]).reset_index("arm").reset_index(drop=True)
 
 
 def pd_bands(
@@ -467,24 +536,10 @@ def pd_bands(
     pandas.DataFrame
         As :func:`vpc_bands`, with a column ``arm``.
     """
-    if not synthetic:
-        raise ValueError("synthetic must hold at least one synthetic study")
     if endpoint not in fit.pd:
         raise ValueError(f"endpoint {endpoint!r} has no PD model in the fit: {sorted(fit.pd)}")
-    kept = _arms_kept(fit)
-    source_arms = {arm: arm_label(i) for i, arm in enumerate(kept)}
-    observed = _endpoint_rows(fit.study, endpoint, source_arms).dropna(subset=["arm"])
-
-    def synthetic_arms(study: StudyEvents) -> dict:
-        # A release of one arm is read back without an arm column: every patient is in it.
-        return {a: str(a) if len(kept) > 1 else arm_label(0) for a in study.arms.unique()}
-
-    replicas = [_endpoint_rows(s, endpoint, synthetic_arms(s)) for s in synthetic]
-    frames = {
-        arm: _bands(rows, [r[r["arm"] == arm] for r in replicas], percentiles, bins)
-        for arm, rows in observed.groupby("arm")
-    }
-    return pd.concat(frames, names=["arm"]).reset_index("arm").reset_index(drop=True)
+    rows_of = functools.partial(_endpoint_rows, endpoint=endpoint)
+    return _bands_by_arm(fit, synthetic, rows_of, percentiles, bins)
 
 
 def design_rates(study: StudyEvents, *, min_patients: int = 1) -> pd.Series:

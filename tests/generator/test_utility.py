@@ -36,8 +36,10 @@ from synpmx_lite.generator.utility import (
     refit_estimates,
     refit_summary,
     rounding_against_rse,
+    synthetic_studies,
     synthetic_study,
     vpc_bands,
+    vpc_bands_by_arm,
 )
 from synpmx_lite.pmx.population import FitWarning
 from synpmx_lite.pmx.study import DATASETS, load_dataset
@@ -151,6 +153,14 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     np.testing.assert_allclose(
         fresh.to_numpy(), results.refits("warfarin", "1 figure")[:2], rtol=1e-6
     )
+    # The predictive check of the same synthetic studies, drawn again from their streams.
+    studies = synthetic_studies(
+        fingerprint_at(fit, 1), fit.roles, replicates=DEFAULT_SETTINGS["replicates"], seed=seed
+    )
+    bands = vpc_bands(fit.study, studies)[["observed", "low", "high"]]
+    stored = results.predictive_checks("warfarin", "1 figure")
+    np.testing.assert_allclose(stored["vpc"].to_numpy(), bands.to_numpy(), rtol=1e-12)
+    assert set(stored) == {"vpc", "pd pca"}
     epsilon = DEFAULT_SETTINGS["epsilons"][-1]
     release = results.private_release("warfarin", epsilon)
     e = DEFAULT_SETTINGS["epsilons"].index(epsilon)
@@ -234,6 +244,23 @@ def mad_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         return synpmx_model_estimate(*load_dataset("mad_sim"))
+
+
+def test_vpc_bands_by_arm(mad_fit, warfarin):
+    """Concentrations within each of mad_sim's four arms, from the arm's own patients; one arm
+    (warfarin) gives the pooled check."""
+    synthetic = [synthetic_study(fingerprint_at(mad_fit, None), mad_fit.roles, seed=1)]
+    bands = vpc_bands_by_arm(mad_fit, synthetic, bins=4)
+    assert sorted(set(bands["arm"])) == ["arm 1", "arm 2", "arm 3", "arm 4"]
+    # An arm's observed percentiles are its own patients': the arms' medians follow the dose.
+    medians = bands[bands["percentile"] == 50].groupby("arm")["observed"].max()
+    assert medians.is_monotonic_increasing, medians
+    pooled = [synthetic_study(fingerprint_at(warfarin, 1), warfarin.roles, seed=2)]
+    by_arm = vpc_bands_by_arm(warfarin, pooled)
+    assert set(by_arm["arm"]) == {"arm 1"}
+    pd.testing.assert_frame_equal(
+        by_arm.drop(columns="arm"), vpc_bands(warfarin.study, pooled), check_dtype=False
+    )
 
 
 def test_pd_bands_by_arm(mad_fit):
