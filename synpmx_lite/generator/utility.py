@@ -317,7 +317,7 @@ def refit_summary(refits: pd.DataFrame, source: pd.Series) -> RefitSummary:
             "median": median,
             "ratio": median / source.to_numpy(),
             "bias_percent": 100 * (np.nanmean(values, axis=0) / source.to_numpy() - 1),
-            "bias_se_percent": 100 * _mean_se(values) / source.to_numpy(),
+            "bias_se_percent": 100 * _mean_se(values) / np.abs(source.to_numpy()),
             "low": low,
             "high": high,
             "covered": (low <= source.to_numpy()) & (source.to_numpy() <= high),

@@ -102,6 +102,9 @@ def test_refit_summary_covers_and_refuses():
     # The bias's Monte Carlo SE: the refits' SD over the root of their number, over the source.
     expected = 100 * refits["b"].std(ddof=1) / math.sqrt(41) / 2.0
     assert table.loc["b", "bias_se_percent"] == pytest.approx(expected)
+    # A negative estimate (a PD plateau) has a positive SE all the same (found in review).
+    negative = refit_summary(-refits, -source).table
+    assert negative.loc["b", "bias_se_percent"] == pytest.approx(expected)
     with pytest.raises(ValueError, match="same estimates"):
         refit_summary(refits[["b", "a"]], source)
 
@@ -161,6 +164,8 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     stored = results.predictive_checks("warfarin", "1 figure")
     np.testing.assert_allclose(stored["vpc"].to_numpy(), bands.to_numpy(), rtol=1e-12)
     assert set(stored) == {"vpc", "pd pca"}
+    # Within arms: mad_sim's four arms of 8 bins of 3 percentiles, not one pooled check.
+    assert len(results.predictive_checks("mad_sim", "1 figure")["vpc"]) == 4 * 8 * 3
     epsilon = DEFAULT_SETTINGS["epsilons"][-1]
     release = results.private_release("warfarin", epsilon)
     e = DEFAULT_SETTINGS["epsilons"].index(epsilon)
@@ -255,6 +260,9 @@ def test_vpc_bands_by_arm(mad_fit, warfarin):
     # An arm's observed percentiles are its own patients': the arms' medians follow the dose.
     medians = bands[bands["percentile"] == 50].groupby("arm")["observed"].max()
     assert medians.is_monotonic_increasing, medians
+    # And each arm's band is its own synthetic patients' (pooled, they would be one band).
+    synthetic_medians = bands[bands["percentile"] == 50].groupby("arm")["median"].max()
+    assert synthetic_medians.is_monotonic_increasing, synthetic_medians
     pooled = [synthetic_study(fingerprint_at(warfarin, 1), warfarin.roles, seed=2)]
     by_arm = vpc_bands_by_arm(warfarin, pooled)
     assert set(by_arm["arm"]) == {"arm 1"}
