@@ -82,6 +82,7 @@ from .protections import CODE_VALUES, TRIM
 from .release import (
     EFFECT_KEYS,
     FINGERPRINT_FIELDS,
+    GUARANTEE_KEYS,
     OPTIONAL_FIELDS,
     VERDICTS,
     Fingerprint,
@@ -142,6 +143,7 @@ _VOCABULARY_KEYS = {
     "dose": ("period", "index", "time", "amount", "duration", "route"),
     "endpoint": ("attendance", "visits", "loq"),
     "checks": ("P4", "P5"),
+    "guarantee": GUARANTEE_KEYS,
     "pd": ("shape", "baseline", "baseline_sd", "parameters", "residual"),
 }
 _PD_PARAMETERS = tuple(dict.fromkeys(name for names in PD_SHAPES.values() for name in names))
@@ -419,6 +421,7 @@ def _vocabulary(path: tuple, label: object, kind: str, source: _Source) -> bool:
                 "graded": tuple(source.shared_endpoints),
                 "endpoints": tuple(source.shared_endpoints),
                 "checks": _VOCABULARY_KEYS["checks"],
+                "guarantee": _VOCABULARY_KEYS["guarantee"],
             }.get(head, ())
         if head == "pd" and depth == 3:
             return label in _VOCABULARY_KEYS["pd"]
@@ -1719,7 +1722,9 @@ def release_checks(
         apply each, or :data:`SMALLEST_THRESHOLD` where it is lower.
     claims : bool, default True
         Whether to hold the release to the verdicts it carries for P4 and P5 (False while the
-        release is being built, before it carries any).
+        release is being built, before it carries any). A private release, which states a
+        ``guarantee`` and carries no verdicts, is held to none; its noisy numbers are judged
+        as any (they fail P3-P5, the rounding and influence protections it does without).
 
     Returns
     -------
@@ -1762,7 +1767,9 @@ def release_checks(
     p4_problems, smallest = _p4(as_read, source)
     p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
     p4_verdict = "FAIL" if p4_problems else "pass"
-    if claims:
+    # A private release states its guarantee instead of verdicts; its numbers are judged all
+    # the same.
+    if claims and "guarantee" not in parsed:
         stated = as_mapping(parsed.get("checks"))
         for check, found in (("P4", p4_verdict), ("P5", p5_verdict)):
             if stated.get(check) != found:

@@ -105,6 +105,8 @@ DEFAULT_SETTINGS: dict = {
 WORKERS = 2
 
 _NAME = "usefulness_refits"
+# A stored predictive check's columns: each cell's observed percentile and its band.
+_CHECK_COLUMNS = ["observed", "low", "high"]
 
 
 def _fit(study: str, seed: int) -> ModelFit:
@@ -157,8 +159,9 @@ def _check_arrays(
         checks["vpc"] = vpc_bands_by_arm(fit, studies)
     for endpoint in released.pd:
         checks[f"pd {endpoint}"] = pd_bands(fit, studies, endpoint=endpoint)
-    columns = ["observed", "low", "high"]
-    return {f"{key}|check {name}": bands[columns].to_numpy() for name, bands in checks.items()}
+    return {
+        f"{key}|check {name}": bands[_CHECK_COLUMNS].to_numpy() for name, bands in checks.items()
+    }
 
 
 def published_groups(study: str) -> int:
@@ -252,7 +255,7 @@ class UsefulnessResults:
         (``"vpc"``, ``"pd <endpoint>"``): per cell, ``observed``, ``low`` and ``high``."""
         prefix = f"{study}|{precision}|check "
         return {
-            key.removeprefix(prefix): pd.DataFrame(value, columns=["observed", "low", "high"])
+            key.removeprefix(prefix): pd.DataFrame(value, columns=_CHECK_COLUMNS)
             for key, value in self.stored.arrays.items()
             if key.startswith(prefix)
         }

@@ -406,10 +406,10 @@ def _builders(fit: ModelFit, released: Fingerprint, groups: dict, ranges: dict) 
 
 
 def _released(
-    released: Fingerprint, outputs: dict, ranges: dict, min_arm_patients: int
+    released: Fingerprint, outputs: dict, ranges: dict, min_arm_patients: int, guarantee: dict
 ) -> Fingerprint:
-    """The fingerprint holding the noisy numbers (post-processing of OpenDP's outputs); an
-    arm holds at least the public ``min_arm_patients``."""
+    """The fingerprint holding the noisy numbers (post-processing of OpenDP's outputs) and
+    stating its ``guarantee``; an arm holds at least the public ``min_arm_patients``."""
     sizes = np.maximum(np.rint(outputs["arms"]), min_arm_patients).astype(int)
     cohort = int(sizes.sum())
     arms = [{**arm, "patients": int(size)} for arm, size in zip(released.arms, sizes, strict=True)]
@@ -455,6 +455,7 @@ def _released(
         dose_change_rate=rate["dose_change_rate"],
         endpoints=endpoints,
         checks={},  # the ordinary release's verdicts, read from every patient
+        guarantee=guarantee,
     )
 
 
@@ -528,7 +529,13 @@ def private_fingerprint(
     answers = composition(list(range(fit.n_source)))
     outputs = dict(zip(measurements, answers, strict=True))
     return PrivateRelease(
-        fingerprint=_released(released, outputs, used, fit.min_arm_patients),
+        fingerprint=_released(
+            released,
+            outputs,
+            used,
+            fit.min_arm_patients,
+            {"epsilon": float(epsilon), "subsets": subsets},
+        ),
         epsilon=float(epsilon),
         composed_epsilon=float(composition.map(1)),
         subsets=subsets,

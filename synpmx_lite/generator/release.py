@@ -59,9 +59,10 @@ FINGERPRINT_FIELDS = (
 )
 
 #: Fields a fingerprint holds only where the fit used them (absent from the JSON otherwise, so
-#: that a release without them reads as before): ``effects``, the covariate effects, and
-#: ``correlation``, the correlation of a correlated pair of PK etas.
-OPTIONAL_FIELDS = ("effects", "correlation")
+#: that a release without them reads as before): ``effects``, the covariate effects,
+#: ``correlation``, the correlation of a correlated pair of PK etas, and ``guarantee``, the
+#: terms of a differentially private release.
+OPTIONAL_FIELDS = ("effects", "correlation", "guarantee")
 
 VERDICTS = ("pass", "review", "FAIL")
 
@@ -73,6 +74,7 @@ _ARM_KEYS = ("arm", "patients", "doses", "keep")
 _DOSE_KEYS = ("period", "index", "time", "amount", "duration", "route")
 _ENDPOINT_KEYS = ("attendance", "visits", "loq")
 _CHECK_KEYS = ("P4", "P5")
+GUARANTEE_KEYS = ("epsilon", "subsets")
 _PD_KEYS = ("shape", "baseline", "baseline_sd", "parameters", "residual")
 EFFECT_KEYS = ("parameter", "covariate", "reference", "level", "estimate")
 _EXPONENT_RANGE = 10.0  # the fit's bound on an exponent
@@ -298,13 +300,32 @@ def _schema(released: object) -> _Schema:
         _check_effect(schema, released, f"effects[{i}]", effect)
     if "correlation" in released:
         _check_correlation(schema, released)
-    # Both verdicts, or none (a private release, whose guarantee they would break).
-    checks = released.get("checks")
-    if "checks" in released and schema.keys(checks, "checks", _CHECK_KEYS, exact=bool(checks)):
-        for name in _CHECK_KEYS:
-            if name in released["checks"]:
-                schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
+    _check_verdicts(schema, released)
     return schema
+
+
+def _check_verdicts(schema: _Schema, released: dict) -> None:
+    """Both verdicts of an ordinary release; none in a private one, which states its guarantee
+    instead (verdicts read from every patient would break it)."""
+    private = "guarantee" in released
+    if private and schema.keys(released["guarantee"], "guarantee", GUARANTEE_KEYS):
+        guarantee = released["guarantee"]
+        if "epsilon" in guarantee:
+            schema.number(guarantee["epsilon"], "guarantee.epsilon", open_low=True)
+        if "subsets" in guarantee:
+            schema.count(guarantee["subsets"], "guarantee.subsets", minimum=2)
+    if "checks" not in released or not schema.keys(
+        released["checks"], "checks", _CHECK_KEYS, exact=not private
+    ):
+        return
+    if private and released["checks"]:
+        schema.value_problems.append(
+            "checks must be empty in a release with a guarantee: a private release carries "
+            "no P4 or P5 verdict"
+        )
+    for name in _CHECK_KEYS:
+        if name in released["checks"]:
+            schema.text(released["checks"][name], f"checks.{name}", VERDICTS)
 
 
 def _check_correlation(schema: _Schema, released: dict) -> None:
@@ -580,9 +601,8 @@ class Fingerprint:
         Per endpoint: ``attendance`` (1 where fewer than three missed a visit), ``visits``
         (``[period, time]`` pairs reached by at least three patients) and ``loq``.
     checks : dict
-        The verdicts of P4 and P5; empty in a private release
-        (:func:`synpmx_lite.generator.private_release.private_fingerprint`), since they are read
-        from every patient.
+        The verdicts of P4 and P5; empty in a private release, since they are read from every
+        patient.
     effects : list of dict
         The PK fit's covariate effects (absent from the JSON without any), each with
         ``parameter``, ``covariate``, ``estimate`` (one significant figure) and either the
@@ -592,6 +612,11 @@ class Fingerprint:
     correlation : dict
         The correlation of the PK fit's correlated pair of etas (absent from the JSON for a
         diagonal Omega), keyed ``"cl,v"``, at one significant figure as the other estimates.
+    guarantee : dict
+        Only in a differentially private release
+        (:func:`synpmx_lite.generator.private_release.private_fingerprint`; absent from the
+        JSON otherwise): its ``epsilon`` and the number of ``subsets`` of its subsample and
+        aggregate. Such a release carries no ``checks``; an ordinary one carries both.
     """
 
     cohort_size: int
@@ -613,6 +638,7 @@ class Fingerprint:
     checks: dict
     effects: list = dataclasses.field(default_factory=list)
     correlation: dict = dataclasses.field(default_factory=dict)
+    guarantee: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _schema(self._fields()).refuse("not a fingerprint: ")
@@ -666,13 +692,21 @@ class Fingerprint:
             *_covariate_lines(self),
             *_arm_lines(self),
             *_endpoint_lines(self),
-            "checks: " + ", ".join(f"{k} {v}" for k, v in self.checks.items()),
+            _verdict_line(self),
         ]
         return "\n".join(wrapped for line in lines for wrapped in _wrap(line))
 
 
 # Longest line of a printed fingerprint: it fits a notebook's or the book's output box.
 _PRINT_WIDTH = 72
+
+
+def _verdict_line(fingerprint: Fingerprint) -> str:
+    """The checks' verdicts, or a private release's guarantee in their place."""
+    if fingerprint.guarantee:
+        terms = fingerprint.guarantee
+        return f"guarantee: epsilon {terms['epsilon']:g}, {terms['subsets']} subsets"
+    return "checks: " + ", ".join(f"{k} {v}" for k, v in fingerprint.checks.items())
 
 
 def _wrap(line: str) -> list[str]:

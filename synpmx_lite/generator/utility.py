@@ -284,8 +284,8 @@ class RefitSummary:
         in %) and ``bias_se_percent`` (its Monte Carlo standard error), ``low`` and ``high``
         (the 2.5th and 97.5th percentiles of the refits), ``covered`` (whether the source
         estimate lies between them: with a dozen refits, nearly their whole range, so a miss
-        means nearly every refit fell on one side) and ``converged`` (share of replicates whose
-        fit converged). The variances (``omega``) are between-subject variances, not SDs.
+        requires nearly every refit to fall on one side) and ``converged`` (share of replicates
+        whose fit converged). The variances (``omega``) are between-subject variances, not SDs.
     """
 
     table: pd.DataFrame

@@ -10,7 +10,11 @@ import opendp.prelude as dp
 import pandas as pd
 import pytest
 
-from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
+from synpmx_lite.generator.estimate import (
+    model_fingerprint,
+    model_privacy_checks,
+    synpmx_model_estimate,
+)
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
@@ -238,6 +242,11 @@ def test_estimates_the_groups_do_not_fit_are_refused_not_released_unnoised():
 def test_the_release_states_what_it_does_not_cover_and_carries_no_verdict(fit, release):
     assert model_fingerprint(fit).checks  # the ordinary release's P4 and P5 verdicts
     assert release.fingerprint.checks == {}
+    # The file that leaves says it is private, and with what budget.
+    assert json.loads(release.fingerprint.to_json())["guarantee"] == {
+        "epsilon": EPSILON,
+        "subsets": release.subsets,
+    }
     written = json.loads(release.to_json())
     assert written["not_covered"] == list(NOT_COVERED)
     assert "the visit times" in written["not_covered"]
@@ -300,3 +309,20 @@ def test_bad_arguments_are_refused(fit):
         private_fingerprint(fit, epsilon=1.0, subsets=1)
     with pytest.raises(ValueError, match=r"ranges\['typical'\]"):
         private_fingerprint(fit, epsilon=1.0, ranges={"typical": (2.0, 1.0)})
+
+
+def test_the_checks_hold_a_private_release_to_no_verdict_but_read_its_numbers(fit, release):
+    """A private release carries no P4/P5 verdict, so the checks demand none; they still judge
+    its numbers against the ordinary protections, which noise does not meet (its guarantee is
+    OpenDP's, tested above), and a guarantee written onto an edited ordinary release hides
+    nothing."""
+    private = model_privacy_checks(fit, released=release.fingerprint).set_index("check")
+    assert not private["result"].str.contains("the release states").any()
+    assert private.loc[["P1", "P2"], "verdict"].eq("pass").all()
+    assert private.loc["P3", "verdict"] == "FAIL"  # noisy, not rounded, numbers
+    edited = json.loads(model_fingerprint(fit).to_json())
+    edited.update(checks={}, guarantee={"epsilon": 1.0, "subsets": 2})
+    edited["typical"]["cl"] = float(fit.pk.typical["cl"])  # unrounded: past P3's figures
+    found = model_privacy_checks(fit, released=json.dumps(edited)).set_index("check")
+    assert found.loc["P3", "verdict"] == "FAIL"
+    assert "typical cl" in found.loc["P3", "result"]

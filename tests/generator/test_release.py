@@ -47,6 +47,15 @@ def test_a_valid_fingerprint_has_no_problems_and_reads_back():
         ({"pk_endpoint": "cp"}, ValueError, "pk_endpoint is not one of the endpoints"),
         ({"patients": [1, 2]}, ValueError, "fields outside the allowlist: patients"),
         ({"checks": {"P4": "ok", "P5": "pass"}}, ValueError, "checks.P4 must be one of"),
+        # An ordinary release stripped of its verdicts, or claiming a guarantee it keeps
+        # verdicts beside; a guarantee out of range.
+        ({"checks": {}}, ValueError, r"checks lacks \['P4', 'P5'\]"),
+        ({"checks": {"P5": "pass"}}, ValueError, r"checks lacks \['P4'\]"),
+        ({"guarantee": {"epsilon": 1.0, "subsets": 4}}, ValueError, "checks must be empty"),
+        ({"guarantee": {"epsilon": 0.0, "subsets": 4}, "checks": {}}, ValueError, "epsilon"),
+        ({"guarantee": {"epsilon": 1.0, "subsets": 1}, "checks": {}}, ValueError, "subsets"),
+        ({"guarantee": {"epsilon": 1.0}, "checks": {}}, ValueError, r"lacks \['subsets'\]"),
+        ({"guarantee": {"epsilon": "1", "subsets": 4}, "checks": {}}, TypeError, "a number"),
     ],
 )
 def test_from_json_refuses_what_is_not_a_fingerprint(changes, error, message):
@@ -95,3 +104,13 @@ def test_a_printed_fingerprint_fits_its_output_box_and_keeps_every_number(warfar
     shown = str(warfarin)
     assert all(f"{name} {value:g}" in shown for name, value in pd_model["parameters"].items())
     assert f"residual SD: {pd_model['residual']:g}" in shown
+
+
+def test_a_release_stating_a_guarantee_without_verdicts_reads_back():
+    fields = json.loads(known_fingerprint(20).to_json())
+    fields.update(checks={}, guarantee={"epsilon": 1.0, "subsets": 4})
+    private = Fingerprint.from_json(json.dumps(fields))
+    assert private.guarantee == {"epsilon": 1.0, "subsets": 4}
+    assert "guarantee: epsilon 1, 4 subsets" in str(private)
+    assert "checks:" not in str(private)
+    assert Fingerprint.from_json(private.to_json()) == private
