@@ -75,8 +75,9 @@ def _check_figures(figures: object) -> int | None:
 def fingerprint_at(fit: ModelFit, figures: int | None) -> Fingerprint:
     """The fit's fingerprint with its PK and PD estimates at ``figures`` significant figures.
 
-    Everything but the model estimates is the ordinary release (:func:`model_fingerprint`);
-    ``figures=1`` gives the ordinary release itself.
+    Everything but the model estimates (typical values, variances, residual errors, covariate
+    effects, a correlation, the PD models' estimates) is the ordinary release
+    (:func:`model_fingerprint`); ``figures=1`` gives the ordinary release itself.
 
     Parameters
     ----------
@@ -98,6 +99,9 @@ def fingerprint_at(fit: ModelFit, figures: int | None) -> Fingerprint:
             part: {k: _rounded(v, figures) for k, v in getattr(pk, part).items()}
             for part in ("typical", "omega", "residual")
         }
+        values["effects"] = _effects_at(pk, released.effects, figures)
+        if released.correlation:
+            values["correlation"] = {k: _rounded(v, figures) for k, v in pk.correlation.items()}
     models = {
         name: {
             **model,
@@ -110,6 +114,29 @@ def fingerprint_at(fit: ModelFit, figures: int | None) -> Fingerprint:
         for name, model in released.pd.items()
     }
     return dataclasses.replace(released, **values, pd=models)
+
+
+def _effects_at(pk: PopulationFit, effects: list, figures: int | None) -> list:
+    """The released covariate effects with each estimate at ``figures``, matched to the fit's
+    effect by parameter, covariate and level."""
+    labels = {
+        (t.parameter, t.covariate, str(t.level) if t.categorical else None): t.label
+        for t in pk.effect_terms
+    }
+    return [
+        {
+            **effect,
+            "estimate": _rounded(
+                pk.effects[labels[effect["parameter"], effect["covariate"], _level(effect)]],
+                figures,
+            ),
+        }
+        for effect in effects
+    ]
+
+
+def _level(effect: dict) -> str | None:
+    return None if effect["level"] is None else str(effect["level"])
 
 
 def _synthetic_roles(roles: PmxRoles, fingerprint: Fingerprint) -> PmxRoles:

@@ -13,6 +13,7 @@ from synpmx_lite.generator.checks import release_checks
 from synpmx_lite.generator.estimate import model_fingerprint, synpmx_model_estimate
 from synpmx_lite.generator.influence import jackknife_moves
 from synpmx_lite.generator.release import Fingerprint
+from synpmx_lite.generator.utility import fingerprint_at
 from synpmx_lite.pmx.population import FitWarning, fit_population
 from synpmx_lite.pmx.study import load_dataset, prepare_study
 from synpmx_lite.rounding import round_significant
@@ -137,3 +138,10 @@ def test_a_correlation_just_inside_is_released_below_one(fit):
     inside = dataclasses.replace(fit.pk, correlation=pd.Series({PAIR: 0.94}))
     released = model_fingerprint(dataclasses.replace(fit, pk=inside))
     assert released.correlation == {PAIR: 0.9}
+
+
+def test_an_unrounded_release_leaves_the_correlation_unrounded(fit, fingerprint):
+    rho = float(fit.pk.correlation[PAIR])
+    assert fingerprint_at(fit, None).correlation == {PAIR: rho}
+    assert fingerprint_at(fit, 2).correlation == {PAIR: float(round_significant(rho, 2))}
+    assert fingerprint_at(fit, 1) == fingerprint

@@ -15,8 +15,10 @@ from synpmx_lite.generator.estimate import (
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.influence import jackknife_moves
 from synpmx_lite.generator.release import Fingerprint
+from synpmx_lite.generator.utility import fingerprint_at, model_estimates, rounding_against_rse
 from synpmx_lite.pmx.population import fit_population
 from synpmx_lite.pmx.study import load_dataset, prepare_study
+from synpmx_lite.rounding import round_significant
 from tests.simulated import EXPONENTS, known_fingerprint, weight_data
 
 EFFECTS = ("cl ~ WT/70", "v ~ WT/70", "cl ~ SEX")
@@ -241,3 +243,43 @@ def test_the_effects_keyword_fits_as_roles_carrying_the_effects():
         synpmx_model_estimate(data, roles, effects=("cl ~ HT",))
     with pytest.raises(TypeError, match="effects must be a sequence"):
         synpmx_model_estimate(data, roles, effects="cl ~ WT/70")
+
+
+def _fit_estimates(fit, effects):
+    """The fit's estimate of each released effect, matched by parameter, covariate and level."""
+    labels = {
+        (t.parameter, t.covariate, None if t.level is None else str(t.level)): t.label
+        for t in fit.pk.effect_terms
+    }
+    keys = [
+        (e["parameter"], e["covariate"], None if e["level"] is None else str(e["level"]))
+        for e in effects
+    ]
+    return [float(fit.pk.effects[labels[key]]) for key in keys]
+
+
+def test_an_unrounded_release_leaves_the_effects_unrounded(released):
+    fit, fingerprint = released
+    assert fingerprint_at(fit, 1) == fingerprint
+    exact = _fit_estimates(fit, fingerprint.effects)
+    assert len(exact) == len(EFFECTS)
+    for figures in (None, 2):
+        released_at = [e["estimate"] for e in fingerprint_at(fit, figures).effects]
+        expected = exact if figures is None else [float(round_significant(v, 2)) for v in exact]
+        assert released_at == expected
+        assert released_at != [e["estimate"] for e in fingerprint.effects]
+
+
+def test_the_rse_of_each_estimate_is_its_own_in_a_fit_with_effects(released):
+    """The fit's summary holds the effects' rows too: each released estimate's RSE is read by
+    its kind and name, never by its place in the summary."""
+    fit, _ = released
+    table = rounding_against_rse(fit)
+    summary = fit.pk.summary()["rse_percent"]
+    assert list(table.index) == list(model_estimates(fit.pk, {}).index)
+    for name, row in table.iterrows():
+        kind, parameter = name.split(" ")
+        if kind == "omega":  # the variance's RSE, twice the SD's
+            assert row["rse_percent"] == 2 * summary["omega_sd", parameter]
+        else:
+            assert row["rse_percent"] == summary[kind, parameter]

@@ -11,6 +11,7 @@ from synpmx_lite.generator.estimate import (
     synpmx_model_estimate,
 )
 from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator.private_release import private_fingerprint
 from synpmx_lite.generator.release import Fingerprint
 from synpmx_lite.pmx.study import pmx_roles
 from tests.simulated import SIMULATED_ROLES, small_study
@@ -85,3 +86,9 @@ def test_keep_columns_are_named_columns_not_covariates():
         pmx_roles(id="i", time="t", dv="y", amt="a", evid="e", covariates=["S"], keep=["S"])
     with pytest.raises(TypeError, match="keep"):
         pmx_roles(id="i", time="t", dv="y", amt="a", evid="e", keep="S")
+
+
+def test_the_private_release_refuses_keep_columns_it_would_release_unnoised(fit):
+    # The arms' keep values come from the ordinary release: without noise, outside the budget.
+    with pytest.raises(ValueError, match=r"does not privatise keep columns \(the roles' keep\)"):
+        private_fingerprint(fit, epsilon=1.0, subsets=2)
