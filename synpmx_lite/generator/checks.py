@@ -230,6 +230,7 @@ class _Source:
         memo: dict | None = None,
     ) -> None:
         self.study = study
+        self._memo: dict = {} if memo is None else memo
         self.n = study.n_patients
         self.min_arm_patients = min_arm_patients
         self.min_category_patients = min_category_patients
@@ -238,12 +239,9 @@ class _Source:
         self.eligible = study.arms.isin(sizes.index[sizes >= min_arm_patients]).to_numpy()
         # The patients behind the covariate summaries: all but those left out for influence.
         self.kept = ~pd.Index(study.ids).isin(list(left_out))
-        counts = study.observations.groupby("endpoint")["patient"].nunique()
-        self.shared_endpoints = {str(e) for e in counts.index[counts >= min_arm_patients]}
+        self.shared_endpoints = self.memo(("shared endpoints",), self._shared_endpoints)
         # Split once: every check reads the rows of an endpoint, many times over.
-        observations = study.observations
-        self._rows = dict(list(observations.groupby(observations["endpoint"].astype(str))))
-        self._memo: dict = {} if memo is None else memo
+        self._rows = self.memo(("rows",), self._rows_by_endpoint)
 
     def memo(self, key: tuple, compute: Callable[[], object]) -> object:
         """``compute()``, computed once per ``key`` for this source: one release's checks
@@ -255,6 +253,14 @@ class _Source:
                 value.flags.writeable = False
             self._memo[key] = value
         return self._memo[key]
+
+    def _shared_endpoints(self) -> frozenset:
+        counts = self.study.observations.groupby("endpoint")["patient"].nunique()
+        return frozenset(str(e) for e in counts.index[counts >= self.min_arm_patients])
+
+    def _rows_by_endpoint(self) -> dict:
+        observations = self.study.observations
+        return dict(list(observations.groupby(observations["endpoint"].astype(str))))
 
     def values(self, column: str) -> tuple[np.ndarray, np.ndarray]:
         """Every patient's value of a numeric covariate, and the patient it belongs to."""
@@ -278,6 +284,10 @@ class _Source:
         return self._rows.get(endpoint, self.study.observations.iloc[:0])
 
     def lowest(self, endpoint: str) -> pd.Series:
+        """Each patient's lowest positive value of ``endpoint`` (on the linear scale)."""
+        return self.memo(("lowest", endpoint), lambda: self._lowest_of(endpoint))
+
+    def _lowest_of(self, endpoint: str) -> pd.Series:
         rows = self.endpoint_rows(endpoint)
         values = rows["dv"].to_numpy(dtype=float)
         if self.study.roles.log_dv and endpoint == self.study.pk_endpoint:
@@ -529,11 +539,25 @@ def _p3(released: dict, source: _Source) -> list[str]:
         _p3_keep,
         _p3_doses,
         _p3_endpoints,
+        _p3_guarantee,
         _recomputed_magnitudes,
     ):
         problems += part(released, source)
     rate = released.get("dose_change_rate")
     return problems + _excess_figures(rate, RELEASED_FIGURES["share"], "dose-change rate")
+
+
+def _p3_guarantee(released: dict, source: _Source) -> list[str]:
+    """A stated guarantee's terms are numbers that leave like any other: epsilon at the
+    figures of a share, and no more groups than half the patients (a group's fit needs two)."""
+    terms = as_mapping(released.get("guarantee"))
+    problems = _excess_figures(terms.get("epsilon"), RELEASED_FIGURES["share"], "guarantee epsilon")
+    subsets = terms.get("subsets")
+    if _count(subsets) and subsets > source.n // 2:
+        problems.append(
+            f"guarantee subsets {subsets} is more groups than half the {source.n} patients"
+        )
+    return problems
 
 
 def _excess_figures(value: object, limit: int, where: str) -> list[str]:
@@ -880,13 +904,9 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
     matched to the source arms of its size; where several have that size the check cannot
     tell them apart and counts the arm among them with the most patients at that place.
     """
-    study = source.study
-    arms = study.arms.to_numpy()
-    doses = study.doses[study.doses["patient"].isin(eligible)].copy()
-    doses["index"] = doses.groupby(["patient", "period"]).cumcount()
-    doses["arm"] = arms[doses["patient"].to_numpy()]
-    reach = doses.groupby(["arm", "period", "index"])["patient"].nunique()
-    sizes = pd.Series(arms[eligible]).value_counts()
+    reach, sizes = source.memo(
+        ("dose reach", eligible.tobytes()), lambda: _dose_reach(source, eligible)
+    )
     groups = []
     for i, arm in enumerate(map(as_mapping, as_sequence(released.get("arms")))):
         candidates = list(sizes.index[sizes == arm.get("patients")]) or list(sizes.index)
@@ -896,12 +916,9 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
                 continue  # P1 reports it
             got = max((int(reach.get((a, period, index), 0)) for a in candidates), default=0)
             groups.append((f"arm {i + 1}: patients given dose {index} of period {period}", got))
-    observations = study.observations[study.observations["patient"].isin(eligible)]
     for name, endpoint in as_mapping(released.get("endpoints")).items():
-        rows = observations[observations["endpoint"].astype(str) == str(name)]
-        groups.append((f"{name}: patients with the endpoint", rows["patient"].nunique()))
-        observed = rows.groupby("period")["patient"].nunique()
-        reached = rows.groupby(["period", "visit"])["patient"].nunique()
+        having, observed, reached = _endpoint_reach(str(name), source, eligible)
+        groups.append((f"{name}: patients with the endpoint", having))
         visits = as_sequence(as_mapping(endpoint).get("visits"))
         periods = pd.Series(
             [v[0] for v in visits if isinstance(v, list) and len(v) == 2 and _count(v[0])],
@@ -921,9 +938,36 @@ def _structure_groups(released: dict, source: _Source, eligible: np.ndarray) -> 
     released_endpoints = set(map(str, as_mapping(released.get("endpoints"))))
     for name in as_mapping(released.get("pd")):
         if str(name) not in released_endpoints:
-            rows = observations[observations["endpoint"].astype(str) == str(name)]
-            groups.append((f"{name}: patients behind its PD model", rows["patient"].nunique()))
+            having = _endpoint_reach(str(name), source, eligible)[0]
+            groups.append((f"{name}: patients behind its PD model", having))
     return groups
+
+
+def _dose_reach(source: _Source, eligible: np.ndarray) -> tuple[pd.Series, pd.Series]:
+    """Patients given each dose (arm, period, index among the period's doses), and the
+    patients of each arm, among ``eligible``."""
+    arms = source.study.arms.to_numpy()
+    doses = source.study.doses[source.study.doses["patient"].isin(eligible)].copy()
+    doses["index"] = doses.groupby(["patient", "period"]).cumcount()
+    doses["arm"] = arms[doses["patient"].to_numpy()]
+    reach = doses.groupby(["arm", "period", "index"])["patient"].nunique()
+    return reach, pd.Series(arms[eligible]).value_counts()
+
+
+def _endpoint_reach(
+    endpoint: str, source: _Source, eligible: np.ndarray
+) -> tuple[int, pd.Series, pd.Series]:
+    """Patients among ``eligible`` with observations of ``endpoint``: in all, in each period
+    and at each visit (period, visit)."""
+
+    def reach() -> tuple[int, pd.Series, pd.Series]:
+        rows = source.endpoint_rows(endpoint)
+        rows = rows[rows["patient"].isin(eligible)]
+        by_period = rows.groupby("period")["patient"].nunique()
+        by_visit = rows.groupby(["period", "visit"])["patient"].nunique()
+        return rows["patient"].nunique(), by_period, by_visit
+
+    return source.memo(("endpoint reach", endpoint, eligible.tobytes()), reach)
 
 
 def _attendance_groups(
@@ -931,6 +975,13 @@ def _attendance_groups(
 ) -> tuple[int, int, float]:
     """Patients who missed at least one scheduled visit, who attended at least one, and the
     share of scheduled visits attended (each counted once per patient)."""
+    key = ("attendance", endpoint, np.asarray(eligible).tobytes())
+    return source.memo(key, lambda: _attendance_groups_of(endpoint, source, eligible))
+
+
+def _attendance_groups_of(
+    endpoint: str, source: _Source, eligible: np.ndarray
+) -> tuple[int, int, float]:
     rows = source.endpoint_rows(endpoint)
     rows = rows[rows["patient"].isin(eligible)].drop_duplicates(["patient", "period", "visit"])
     reached = rows.groupby(["period", "visit"])["patient"].nunique()
@@ -1026,6 +1077,10 @@ def _differs(value: object, expected: float | None, where: str) -> list[str]:
 def _arm_order(source: _Source) -> list:
     """The source arms a release describes, in its order: most patients first, then first
     seen."""
+    return list(source.memo(("arm order",), lambda: tuple(_arm_order_of(source))))
+
+
+def _arm_order_of(source: _Source) -> list:
     arms = source.study.arms
     first = {arm: i for i, arm in enumerate(pd.unique(arms))}
     sizes = arms.value_counts()
@@ -1095,12 +1150,19 @@ def _two_sided(count: int, total: int, k: int) -> float:
     return 1.0 if total - count < k else float(round_significant(count / total, 2))
 
 
+def _dose_changers(source: _Source, eligible: np.ndarray) -> int:
+    """Patients among ``eligible`` whose dose changed within a period."""
+    doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
+    previous = doses.groupby(["patient", "period"])["amount"].shift()
+    return int(doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique())
+
+
 def _recomputed_rates(released: dict, source: _Source, eligible: np.ndarray) -> list[str]:
     """The dose-change rate and each endpoint's attendance, recomputed."""
     k = source.min_arm_patients
-    doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
-    previous = doses.groupby(["patient", "period"])["amount"].shift()
-    changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
+    changed = source.memo(
+        ("dose changes", eligible.tobytes()), lambda: _dose_changers(source, eligible)
+    )
     problems = _differs(
         released.get("dose_change_rate"),
         _two_sided(changed, eligible.size, k),
@@ -1689,6 +1751,18 @@ def _unread_pk_estimates(
 # --- The table --------------------------------------------------------------------------------
 
 
+def _stated_guarantee(guarantee: object) -> str:
+    """What the P5 row says of a release's stated guarantee: a claim about how its numbers
+    were made, which nothing in the file can confirm, so the reader is told it is unverified."""
+    terms = as_mapping(guarantee)
+    stated = ", ".join(f"{key} {terms[key]!r}" for key in GUARANTEE_KEYS if key in terms)
+    return (
+        f"states a differential-privacy guarantee ({stated or 'no terms'}) in place of the "
+        "P4 and P5 verdicts: a claim no check on the file can verify (the noise is not in "
+        "it), for review against the release's record"
+    )
+
+
 def release_checks(
     released: Fingerprint | str,
     study: StudyEvents,
@@ -1724,7 +1798,8 @@ def release_checks(
         Whether to hold the release to the verdicts it carries for P4 and P5 (False while the
         release is being built, before it carries any). A private release, which states a
         ``guarantee`` and carries no verdicts, is held to none; its noisy numbers are judged
-        as any (they fail P3-P5, the rounding and influence protections it does without).
+        as any (they fail P3-P5, the rounding and influence protections it does without), and
+        P5 passes it at best for review: nothing in the file shows that the noise was drawn.
 
     Returns
     -------
@@ -1776,6 +1851,10 @@ def release_checks(
                 (p4_problems if check == "P4" else p5_problems).append(
                     f"the release states {check} {stated.get(check)!r}, the check finds {found!r}"
                 )
+    if "guarantee" in parsed:
+        # Nothing in the file shows the noise: a stated guarantee is at best for review.
+        p5_result += "; " + _stated_guarantee(parsed["guarantee"])
+        p5_verdict = "review" if p5_verdict == "pass" else p5_verdict
     smallest_text = f"smallest group {smallest}" if math.isfinite(smallest) else "no group"
     rows = [
         (

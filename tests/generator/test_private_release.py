@@ -320,9 +320,35 @@ def test_the_checks_hold_a_private_release_to_no_verdict_but_read_its_numbers(fi
     assert not private["result"].str.contains("the release states").any()
     assert private.loc[["P1", "P2"], "verdict"].eq("pass").all()
     assert private.loc["P3", "verdict"] == "FAIL"  # noisy, not rounded, numbers
+    # The guarantee is named, as a claim the file cannot bear out.
+    stated = "guarantee (epsilon 2.0, subsets 2) in place of the P4 and P5 verdicts: a claim"
+    assert stated in private.loc["P5", "result"]
+    assert "guarantee" not in model_privacy_checks(fit).set_index("check").loc["P5", "result"]
     edited = json.loads(model_fingerprint(fit).to_json())
     edited.update(checks={}, guarantee={"epsilon": 1.0, "subsets": 2})
     edited["typical"]["cl"] = float(fit.pk.typical["cl"])  # unrounded: past P3's figures
     found = model_privacy_checks(fit, released=json.dumps(edited)).set_index("check")
     assert found.loc["P3", "verdict"] == "FAIL"
     assert "typical cl" in found.loc["P3", "result"]
+    assert "no check on the file can verify" in found.loc["P5", "result"]
+
+
+def test_a_guarantee_forged_onto_an_ordinary_release_passes_nothing_it_cannot_show(fit):
+    """Found in review: an ordinary release, its verdicts swapped for a guarantee, passed P1-P5,
+    and the guarantee's terms were numbers no check read (epsilon with a patient's weight in
+    its figures, more groups than patients)."""
+    forged = json.loads(model_fingerprint(fit).to_json())
+    forged.update(checks={}, guarantee={"epsilon": 0.1, "subsets": 4})
+    found = model_privacy_checks(fit, released=json.dumps(forged)).set_index("check")
+    assert found.loc["P5", "verdict"] == "review"
+    assert found.loc[["P1", "P2", "P3", "P4"], "verdict"].eq("pass").all()
+    n = fit.n_source
+    forged["guarantee"] = {"epsilon": 79.6123456789, "subsets": n}
+    found = model_privacy_checks(fit, released=json.dumps(forged)).set_index("check")
+    assert found.loc["P3", "verdict"] == "FAIL"
+    assert "guarantee epsilon 79.6123 has more than 2 significant figure(s)" in found.loc[
+        "P3", "result"
+    ]
+    assert f"guarantee subsets {n} is more groups than half the {n} patients" in found.loc[
+        "P3", "result"
+    ]
