@@ -515,9 +515,13 @@ def _wide_omega_message(name: str, sd: float, eta: np.ndarray) -> str:
     )
 
 
-def _undetermined_message(key: tuple[str, str], label: str, value: float, se: float) -> str:
+def _undetermined_message(
+    key: tuple[str, str], label: str, value: float, se: float, residual: tuple[str, ...]
+) -> str:
     """The diagnostic of an estimate whose SE on the search scale is past
-    ``_UNDETERMINED_LOG_SE``, quoting the summary's RSE and interval of it."""
+    ``_UNDETERMINED_LOG_SE``, quoting the summary's RSE and interval of it, with the simpler
+    model that drops it: the eta, or a combined error's other component alone (``residual``
+    is the fit's residual components)."""
     kind, name = key
     if kind == "correlation":  # ``value`` is Fisher's z; the summary reads rho = tanh z
         row = _correlation_rows(pd.Series({name: np.tanh(value)}), pd.Series({name: se})).iloc[0]
@@ -527,11 +531,12 @@ def _undetermined_message(key: tuple[str, str], label: str, value: float, se: fl
             f"{row['rse_percent']:.3g} %, SE of Fisher's z {se:.3g}); not identified: fit "
             "without correlated"
         )
-    remedy = (
-        f"; not identified: remove the random effect (eta) on {name}"
-        if kind == "omega_sd"
-        else "; not identified"
-    )
+    remedy = "; not identified"
+    if kind == "omega_sd":
+        remedy += f": remove the random effect (eta) on {name}"
+    elif kind == "residual" and len(residual) == 2:
+        (other,) = set(residual) - {name}
+        remedy += f": fit error={other!r}, the combined error's other component alone"
     return (
         f"the data do not determine {label}: its RSE is {100 * se:.3g} % "
         f"(a 95 % interval wider than a factor 100 either way){remedy}"
@@ -1239,7 +1244,8 @@ def _covariance_step(problem, study, x, final, gradient_terms, free, index, resu
     log_se = np.sqrt(2 * np.diag(r_inverse))
     for i, se in zip(free_index, log_se, strict=True):
         if se > _UNDETERMINED_LOG_SE:
-            diagnostics.append(_undetermined_message(index[i], labels[i], x[i], se))
+            residual = tuple(name for kind, name in index if kind == "residual")
+            diagnostics.append(_undetermined_message(index[i], labels[i], x[i], se, residual))
     gain = 0.5 * free_gradient @ r_inverse @ free_gradient
     if gain > _NEWTON_GAIN:
         diagnostics.append(

@@ -299,3 +299,17 @@ def test_a_patient_whose_covariance_has_no_inverse_root_gets_no_weighted_residua
     well_posed = g[:2] @ omega @ g[:2].T + np.diag(variance[:2])
     np.testing.assert_allclose(weighted[:2], inverse_root(well_posed) @ r[:2], rtol=1e-12)
     assert np.isnan(weighted[2:]).all()
+
+
+def test_a_combined_error_component_the_data_do_not_determine_names_the_simpler_error_model():
+    # pheno_sd under combined error: the proportional part's RSE is about 300 %. The fit is
+    # flagged, and the diagnostic says which one-component model keeps what the data determine.
+    with pytest.warns(FitWarning, match="residual proportional"):
+        fit = fit_population(prepare_study(*load_dataset("pheno_sd")), error="combined")
+    assert not fit.converged
+    [message] = [m for m in fit.diagnostics if "residual proportional" in m]
+    assert message.endswith(
+        "not identified: fit error='additive', the combined error's other component alone"
+    )
+    simpler = fit_population(prepare_study(*load_dataset("pheno_sd")), error="additive")
+    assert simpler.converged
