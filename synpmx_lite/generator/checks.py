@@ -1842,6 +1842,8 @@ def release_checks(
     p4_problems, smallest = _p4(as_read, source)
     p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
     p4_verdict = "FAIL" if p4_problems else "pass"
+    # What the table reports: a problem found in P5's reading fails it whatever the moves say.
+    p5_verdict = "FAIL" if p5_problems else p5_verdict
     # A private release states its guarantee instead of verdicts; its numbers are judged all
     # the same.
     if claims and "guarantee" not in parsed:

@@ -67,7 +67,7 @@ import opendp.prelude as dp
 import pandas as pd
 
 from .._validation import check_count, check_real
-from ..pmx.population import FitWarning, fit_population
+from ..pmx.population import FitWarning, PopulationFit, fit_population
 from .design import dose_changed_patients, scheduled_visits
 from .estimate import ModelFit, model_fingerprint
 from .protections import trimmed_log_summary
@@ -106,6 +106,10 @@ NOT_COVERED: tuple[str, ...] = (
     "the categorical covariates' levels and their folding",
     "the LOQ",
 )
+
+# The even split's relative shortfall: far above the rounding OpenDP's composition adds
+# (a few units in the last place), far below any change of the noise a reader could see.
+_SPLIT_MARGIN = 1e-9
 
 _PATIENTS = (dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())
 
@@ -227,9 +231,7 @@ def _refuse_unprivatised(fit: ModelFit) -> None:
 def _group_estimates(fit: ModelFit, members: np.ndarray) -> dict[str, float]:
     """The PK estimates on one group, NaN where its fit fails or does not converge."""
     pk = fit.pk
-    names = [
-        f"{part} {k}" for part in ("typical", "omega", "residual") for k in getattr(pk, part).index
-    ]
+    names = _pk_estimate_names(pk)
     if members.sum() < 3:
         return dict.fromkeys(names, np.nan)
     try:
@@ -485,7 +487,9 @@ def private_fingerprint(
         estimate (``"typical cl"``, ``"covariate wt geometric_mean"``). Never from the data.
     groups : dict, optional
         The groups' estimates (:func:`subset_estimates` with the same ``subsets``), to draw
-        several releases from one set of group fits.
+        several releases from one set of group fits. Their names and shapes are checked; that
+        they are fits on disjoint groups, which the guarantee rests on, cannot be, so pass
+        only what :func:`subset_estimates` returned for this fit.
 
     Returns
     -------
@@ -516,16 +520,20 @@ def private_fingerprint(
                 "are seen, never computed from the cohort"
             )
         groups = subset_estimates(fit, subsets=subsets)
-    subsets = len(next(iter(groups.values())))
+    groups, subsets = _checked_groups(fit, groups, subsets)
     released = model_fingerprint(fit)
     builders, used = _builders(fit, released, groups, ranges)
-    share = epsilon / len(builders)
+    # Each share a hair below an even split, so that OpenDP's composition, which rounds up,
+    # stays within the epsilon the release states.
+    share = epsilon / len(builders) * (1 - _SPLIT_MARGIN)
     scales = {
         name: float(dp.binary_search_param(build, d_in=1, d_out=share))
         for name, build in builders.items()
     }
     measurements = {name: builders[name](scale) for name, scale in scales.items()}
     composition = dp.c.make_composition(list(measurements.values()))
+    if composition.map(1) > epsilon:
+        raise RuntimeError(f"OpenDP composes the split to {composition.map(1)!r}, past {epsilon!r}")
     answers = composition(list(range(fit.n_source)))
     outputs = dict(zip(measurements, answers, strict=True))
     return PrivateRelease(
@@ -543,6 +551,46 @@ def private_fingerprint(
         scales=scales,
         ranges=used,
     )
+
+
+def _pk_estimate_names(pk: PopulationFit) -> list[str]:
+    return [
+        f"{part} {k}" for part in ("typical", "omega", "residual") for k in getattr(pk, part).index
+    ]
+
+
+def _estimate_names(fit: ModelFit) -> list[str]:
+    """The estimates the groups' fits make (:func:`subset_estimates`), by name."""
+    names = _pk_estimate_names(fit.pk)
+    for name in fit.continuous:
+        names += [f"covariate {name} geometric_mean", f"covariate {name} sdlog"]
+    return names
+
+
+def _checked_groups(
+    fit: ModelFit, groups: object, subsets: int | None
+) -> tuple[dict[str, np.ndarray], int]:
+    """``groups`` as :func:`subset_estimates` makes them for ``fit``: every estimate, one value
+    per group, as many groups for each (``subsets`` of them, where given)."""
+    if not isinstance(groups, dict):
+        raise TypeError(f"groups must be a dict from subset_estimates, got {type(groups).__name__}")
+    expected = _estimate_names(fit)
+    missing = [name for name in expected if name not in groups]
+    extra = [name for name in groups if name not in expected]
+    if missing or extra:
+        raise ValueError(
+            f"groups must hold the fit's estimates (subset_estimates): missing {missing}, "
+            f"not estimates of this fit {extra}"
+        )
+    arrays = {name: np.asarray(groups[name], dtype=float) for name in expected}
+    lengths = {name: a.shape for name, a in arrays.items()}
+    if len(set(lengths.values())) != 1 or len(next(iter(lengths.values()))) != 1:
+        raise ValueError(f"groups must each hold one value per group, alike: shapes {lengths}")
+    found = next(iter(arrays.values())).size
+    if found < 2 or (subsets is not None and found != subsets):
+        wanted = "at least 2" if subsets is None else f"subsets={subsets}"
+        raise ValueError(f"groups hold {found} group(s) per estimate, not {wanted}")
+    return arrays, found
 
 
 def _checked_ranges(ranges: object) -> dict[str, tuple[float, float]]:

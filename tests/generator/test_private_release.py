@@ -66,7 +66,33 @@ def test_the_budget_is_split_evenly_and_composes_to_epsilon(release):
     assert sum(release.split.values()) == pytest.approx(EPSILON)
     assert len(set(release.split.values())) == 1
     # OpenDP's composition of every measurement, for one patient added or removed.
-    assert release.composed_epsilon == pytest.approx(EPSILON, rel=1e-9)
+    assert release.composed_epsilon == pytest.approx(EPSILON, rel=1e-8)
+    # Found in review: an even split composed to 2.000000000000001 against a stated 2.0.
+    assert release.composed_epsilon <= EPSILON
+    assert json.loads(release.fingerprint.to_json())["guarantee"]["epsilon"] == EPSILON
+
+
+def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups):
+    """Found in review: uneven groups, a subsets the groups do not have, and a missing
+    estimate were taken (the last with a bare KeyError)."""
+    uneven = {**groups, "typical cl": np.append(groups["typical cl"], 1.0)}
+    with pytest.raises(ValueError, match="one value per group, alike"):
+        private_fingerprint(fit, epsilon=1.0, groups=uneven)
+    with pytest.raises(ValueError, match="hold 2 group\\(s\\) per estimate, not subsets=5"):
+        private_fingerprint(fit, epsilon=1.0, subsets=5, groups=groups)
+    missing = {k: v for k, v in groups.items() if k != "typical cl"}
+    with pytest.raises(ValueError, match=r"missing \['typical cl'\]"):
+        private_fingerprint(fit, epsilon=1.0, groups=missing)
+    with pytest.raises(TypeError, match="groups must be a dict"):
+        private_fingerprint(fit, epsilon=1.0, groups=list(groups.values()))
+
+
+def test_an_unrounded_release_is_told_its_stated_p5_is_not_what_the_check_finds(fit):
+    """Found in review: the unrounded release keeps the one-figure release's verdicts, and the
+    stated P5 was compared with the reading before its problems failed it."""
+    found = model_privacy_checks(fit, released=fingerprint_at(fit, None)).set_index("check")
+    assert found.loc["P5", "verdict"] == "FAIL"
+    assert "the release states P5 'pass', the check finds 'FAIL'" in found.loc["P5", "result"]
 
 
 def test_each_scale_is_the_one_the_mechanism_needs_for_its_share(release, groups):
