@@ -107,6 +107,8 @@ def test_a_printed_fingerprint_fits_its_output_box_and_keeps_every_number(warfar
 
 
 def test_a_release_stating_a_guarantee_without_verdicts_reads_back():
+    # The schema reads the claim; it cannot verify it, and the checks do not pass it
+    # (tests/generator/test_private_release.py, a guarantee forged onto an ordinary release).
     fields = json.loads(known_fingerprint(20).to_json())
     fields.update(checks={}, guarantee={"epsilon": 1.0, "subsets": 4})
     private = Fingerprint.from_json(json.dumps(fields))
