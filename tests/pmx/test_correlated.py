@@ -109,7 +109,7 @@ def test_the_undetermined_correlation_message_quotes_the_summarys_rse_and_interv
     z_se = np.sqrt(fit.covariance.loc[key, key])
     row = fit.summary().loc[key]
     message = population._undetermined_message(
-        key, "correlation cl,v", np.arctanh(fit.correlation["cl,v"]), z_se
+        key, "correlation cl,v", np.arctanh(fit.correlation["cl,v"]), z_se, ("additive",)
     )
     assert f"RSE {row['rse_percent']:.3g} %" in message
     assert f"({row['ci_low']:.3g}, {row['ci_high']:.3g})" in message
