@@ -280,7 +280,7 @@ def synpmx_model_estimate(
     min_category_patients: int = 3,
     review: float = 15.0,
     fail: float = 30.0,
-    residual_readings: bool = True,
+    residual_readings: bool = False,
     earlier_releases: list | None = None,
     random: tuple[str, ...] | list[str] | None = None,
     correlated: tuple[str, str] | list[str] | None = None,
@@ -318,16 +318,17 @@ def synpmx_model_estimate(
         Thresholds of the threshold protection (patients on each side of a frequency).
     review, fail : float, default 15 and 30
         Move at which an estimate is flagged for review, and fails.
-    residual_readings : bool, default True
+    residual_readings : bool, default False
         Whether each patient's move of the residual errors is read too (by the infinitesimal
         jackknife, :func:`synpmx_lite.generator.influence.jackknife_moves`) and held to the
         same bars, counted only as far as it is also large against the error's standard
         error (the SE bar of PD shape parameters: ``review`` at one standard error, ``fail``
         at two). Without that bar an additive error the data barely determine (mavoglurant's
         under combined error) is moved past ``review`` by most patients, each by a small
-        fraction of its own uncertainty. False leaves the residual errors unread, as releases
-        made before the reading existed; P5 then reports them as released estimates no reading
-        covers, and fails.
+        fraction of its own uncertainty. Off by default, so that releases made before the
+        reading existed are made again unchanged, and P5 then does not cover the residual
+        errors: read, one patient of theo_sd and one of theo_md each move a part of the
+        combined error past ``fail``.
         Covariate effects (the roles' ``effects``) are always read.
     earlier_releases : list of Fingerprint or str, optional
         The earlier releases of the same study (other data cuts): the release ledger. The
