@@ -1721,17 +1721,21 @@ def _p5(
     return judged, result, problems
 
 
+# The PK estimates every release must have a reading of (a PD baseline's come with its model).
+_READ_PK_ESTIMATES = ("typical value", "between-subject SD", "residual error", " correlation")
+
+
 def _unread_pk_estimates(
     shown: list[str], read: pd.Index, released: dict, pk: PopulationFit | None
 ) -> list[str]:
-    """The released PK typical values and variances no reading covers, and variances of
-    parameters the fit gave no random effect (which no reading can cover)."""
+    """The released PK typical values, variances and residual errors no reading covers, and
+    variances of parameters the fit gave no random effect (which no reading can cover)."""
     if pk is None:
         return []  # a release with PK estimates but no fit is a problem of its own
     problems = [
         f"released {column} has no reading of each patient's move"
         for column in shown
-        if column.endswith(("typical value", "between-subject SD", " correlation"))
+        if column.endswith(_READ_PK_ESTIMATES)
         and ": baseline " not in column
         and column not in read
     ]

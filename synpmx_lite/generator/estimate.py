@@ -280,7 +280,7 @@ def synpmx_model_estimate(
     min_category_patients: int = 3,
     review: float = 15.0,
     fail: float = 30.0,
-    residual_readings: bool = False,
+    residual_readings: bool = True,
     earlier_releases: list | None = None,
     random: tuple[str, ...] | list[str] | None = None,
     correlated: tuple[str, str] | list[str] | None = None,
@@ -299,7 +299,8 @@ def synpmx_model_estimate(
     in the dosing, visit, arm and category summaries) and the next round runs; rounds stop
     when nobody is flagged, or when leaving out the newly flagged would take the patients left
     out past a tenth of the cohort, in which case those patients stay in and the checks report
-    their move. Below 10 patients nobody can be left out.
+    their move. Below 10 patients nobody can be left out. A round whose PK fit fails its
+    diagnostics after one whose fit passed them is undone, its patients kept and reported.
 
     Parameters
     ----------
@@ -318,17 +319,16 @@ def synpmx_model_estimate(
         Thresholds of the threshold protection (patients on each side of a frequency).
     review, fail : float, default 15 and 30
         Move at which an estimate is flagged for review, and fails.
-    residual_readings : bool, default False
+    residual_readings : bool, default True
         Whether each patient's move of the residual errors is read too (by the infinitesimal
         jackknife, :func:`synpmx_lite.generator.influence.jackknife_moves`) and held to the
         same bars, counted only as far as it is also large against the error's standard
         error (the SE bar of PD shape parameters: ``review`` at one standard error, ``fail``
         at two). Without that bar an additive error the data barely determine (mavoglurant's
         under combined error) is moved past ``review`` by most patients, each by a small
-        fraction of its own uncertainty. Off by default, so that releases made before the
-        reading existed are made again unchanged, and P5 then does not cover the residual
-        errors: read, one patient of theo_sd and one of theo_md each move a part of the
-        combined error past ``fail``.
+        fraction of its own uncertainty. False leaves the residual errors unread, as releases
+        made before the reading existed; P5 then reports them as released estimates no reading
+        covers, and fails.
         Covariate effects (the roles' ``effects``) are always read.
     earlier_releases : list of Fingerprint or str, optional
         The earlier releases of the same study (other data cuts): the release ledger. The
@@ -460,11 +460,15 @@ def _influence_rounds(
 ) -> tuple[np.ndarray, _Round, list[dict]]:
     """The patients kept, the last round and a record of each round: rounds run while they
     flag patients, unless ``drop_influential`` is False or the flagged would take the patients
-    left out past a tenth of the cohort."""
+    left out past a tenth of the cohort. A round whose PK fit fails its diagnostics after one
+    whose fit passed them is undone: leaving out the patients who determine an estimate (an
+    additive error's low concentrations) can put it at a bound, so they stay in, and the
+    round before is the last."""
     n = study.n_patients
     kept = np.ones(n, dtype=bool)
     continuous = _continuous(study.roles, study.covariates)
     history = []
+    previous = None
     while True:
         last = _influence_round(
             study.subset(kept),
@@ -476,6 +480,8 @@ def _influence_rounds(
             fail,
             residual_readings=residual_readings,
         )
+        if previous is not None and _trusted(previous[1]) and not _trusted(last):
+            return previous[0], previous[1], history
         flagged = last.moves.index[(last.moves >= review).any(axis=1).to_numpy()]
         history.append(
             {
@@ -490,7 +496,14 @@ def _influence_rounds(
         too_many = left_out + len(flagged) > MAX_LEFT_OUT_SHARE * n
         if not drop_influential or len(flagged) == 0 or too_many:
             return kept, last, history
+        previous = (kept.copy(), last)
         kept &= ~pd.Index(study.ids).isin(flagged)
+
+
+def _trusted(round_: _Round) -> bool:
+    """Whether a round's PK fit (if any) converged and reports no diagnostic."""
+    pk = round_.pk
+    return pk is None or (pk.converged and not pk.diagnostics)
 
 
 def _influence_round(

@@ -252,6 +252,7 @@ def jackknife_moves(
                 effects=_formulas(pk),
                 random=pk.random,
                 correlated=pk.correlated,
+                start=pk,
             )
         moves.iloc[i] = read(100 * np.abs(_estimated_scale(refit, keys) - base), i)
     return moves

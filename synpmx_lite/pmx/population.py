@@ -790,6 +790,7 @@ def fit_population(
     random: tuple[str, ...] | list[str] | None = None,
     correlated: tuple[str, str] | list[str] | None = None,
     max_iterations: int = 300,
+    start: PopulationFit | None = None,
 ) -> PopulationFit:
     """Fit a population PK model to a study's PK endpoint by FOCE-I.
 
@@ -819,6 +820,14 @@ def fit_population(
         roles' ``correlated`` (none: a diagonal Omega).
     max_iterations : int, default 300
         Most L-BFGS-B iterations of each run of the outer problem.
+    start : PopulationFit, optional
+        A fit of the same model to these patients and a few more (a leave-one-out refit's
+        full fit): one run searches from its estimates and its patients' random effects, in
+        place of the pooled starts and the other runs (the flip-flop mirror is still
+        searched). The refit stays in the full fit's basin, as an exact jackknife move wants,
+        and finds no other optimum the pooled starts might reach. Where the covariate
+        effects read from these patients differ from the start's (another median reference,
+        another most common level), the search runs from the pooled starts instead.
 
     Returns
     -------
@@ -873,7 +882,65 @@ def fit_population(
     # Every matrix here is at most 10 x 10: threads of the BLAS library only add their
     # start-up and synchronization, which on a loaded machine costs more than the fit itself.
     with _thread_pools().limit(limits=1, user_api="blas"):
+        if start is not None:
+            return _refit(study, start, model, error, max_iterations, terms, random, pair)
         return _fit(study, model, error, max_iterations, terms, random, pair)
+
+
+def _refit(
+    study: StudyEvents,
+    start: PopulationFit,
+    model: PkModel,
+    error: str,
+    max_iterations: int,
+    effects: tuple,
+    random: tuple[str, ...],
+    pair: tuple[int, int] | None,
+) -> PopulationFit:
+    """``_fit`` with one run, from ``start``'s estimates and its patients' random effects."""
+    if not isinstance(start, PopulationFit):
+        raise TypeError(f"start must be a PopulationFit, got {type(start).__name__}")
+    same = (start.model, start.error, tuple(start.random)) == (model, error, random)
+    missing = set(study.ids.tolist()) - set(start.eta.index.tolist())
+    if same and not missing and tuple(start.effect_terms) != tuple(effects):
+        # References or levels read again from these patients (a median, a tied most common
+        # level) make other coefficients under the same names: no start from the full fit.
+        return _fit(study, model, error, max_iterations, effects, random, pair)
+    if (
+        not same
+        or missing
+        or len(start.effect_terms) != len(effects)
+        or (len(start.correlation) != int(pair is not None))
+    ):
+        raise ValueError(
+            "start must be a fit of the same model, error, effects and random effects to "
+            "these patients and others"
+            + (f" (it lacks patients {sorted(missing)[:6]})" if missing else "")
+        )
+    problem = _Problem(
+        study,
+        model,
+        error,
+        ERROR_MODELS[error],
+        effects,
+        random=np.isin(model.parameters, random),
+        pair=pair,
+    )
+    x0 = _outer_point(start)
+    eta = np.zeros((study.n_patients, problem.p))
+    eta[:, problem.random] = start.eta.loc[study.ids].to_numpy(dtype=float)
+    evaluated = _modes(problem, x0[None], eta[None])
+    start_ofv = float(_ofv_and_gradient(problem, evaluated)[0].sum())
+    residual_bounds = _residual_bounds(problem)
+    bounds = _search_bounds(problem, _outer_point(start), residual_bounds)
+    best, result = _minimize(problem, evaluated, bounds, max_iterations)
+    mirror = _flip_flop_mirror(problem, study, best, residual_bounds, max_iterations)
+    starts = pd.DataFrame(
+        np.exp([x0[: problem.p]]), columns=[f"start {name}" for name in model.parameters]
+    )
+    starts["start_ofv"], starts["ofv"] = start_ofv, best["ofv"]
+    starts["iterations"], starts["joined_earlier_run"] = int(result.nit), False
+    return _finish(problem, study, best, result, np.array(bounds), starts, mirror)
 
 
 def _study_effects(study: StudyEvents, model: PkModel, effects: object):
@@ -973,10 +1040,7 @@ def _fit(
     screened = _ofv_and_gradient(problem, screen)[0].sum(axis=-1)
     runs = 3 if model.compartments == 2 else 1
     chosen = np.argsort(np.where(np.isfinite(screened), screened, np.inf))[:runs]
-    residual_bounds = {
-        "additive": (np.log(1e-4 * spread), np.log(10 * spread)),
-        "proportional": (np.log(1e-3), np.log(2.0)),
-    }
+    residual_bounds = _residual_bounds(problem)
     runs = [(candidates[i], _select(screen, i), float(screened[i])) for i in chosen]
     full = _full_model_start(study, model, error, max_iterations, effects, problem)
     if full is not None:
@@ -998,6 +1062,17 @@ def _fit(
     starts["joined_earlier_run"] = [o[0]["joined"] for o in outcomes]
     mirror = _flip_flop_mirror(problem, study, best, residual_bounds, max_iterations)
     return _finish(problem, study, best, result, np.array(bounds), starts, mirror)
+
+
+def _residual_bounds(problem: _Problem) -> dict:
+    """The search range of each residual error: an additive one from 1e-4 to 10 times the
+    median absolute observation, a proportional one from 0.1 % to 200 %."""
+    y = problem.y
+    spread = float(np.median(np.abs(y[y != 0]))) if np.any(y) else 1.0
+    return {
+        "additive": (np.log(1e-4 * spread), np.log(10 * spread)),
+        "proportional": (np.log(1e-3), np.log(2.0)),
+    }
 
 
 def _full_model_start(
@@ -1365,7 +1440,7 @@ def importance_sampling_ofv(
         )
         mu, log_sd, residual = problem.unpack(x[None])
         rho = problem.correlation(x[None])
-        log_det_omega = 2 * log_sd.sum() + (0.0 if rho is None else np.log1p(-rho[0] ** 2))
+        log_det_omega = 2 * log_sd.sum() + (0.0 if rho is None else np.log1p(-(rho[0] ** 2)))
         log_p = np.empty((draws, n))
         chunk = max(1, 200_000 // problem.n_obs)
         for start in range(0, draws, chunk):

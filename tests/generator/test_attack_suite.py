@@ -356,11 +356,19 @@ def test_a_fail_read_from_an_untrusted_fit_stays_a_fail():
 
 
 def test_a_public_study_whose_fit_fails_its_diagnostics_does_not_pass_p5():
+    """pheno_sd's combined error on every patient is not identified, and two patients pull
+    its additive part far: P5 fails it; the screen leaves them out, and the refit converges."""
+    data, roles = load_dataset("pheno_sd")
     with pytest.warns(FitWarning):
-        fit = synpmx_model_estimate(*load_dataset("pheno_sd"))
-    assert not fit.pk.converged
-    assert fit.privacy.largest["verdict"] == "pass"  # the readings alone would pass
-    assert model_privacy_checks(fit).set_index("check").loc["P5", "verdict"] == "review"
+        everyone = synpmx_model_estimate(data, roles, drop_influential=False)
+    assert not everyone.pk.converged
+    row = model_privacy_checks(everyone).set_index("check").loc["P5"]
+    assert row["verdict"] == "FAIL"
+    assert "largest: DV: additive residual error" in row["result"]
+    assert "fit not to be trusted: PK" in row["result"]
+    screened = synpmx_model_estimate(data, roles)
+    assert screened.pk.converged and screened.privacy.left_out.patients == 2
+    assert model_privacy_checks(screened).set_index("check").loc["P5", "verdict"] == "pass"
 
 
 def test_a_fit_edited_to_look_converged_is_not_trusted(warfarin_fit):
@@ -446,10 +454,10 @@ def misdosed_fit():
 
 def test_left_out_patients_leave_no_gap_between_released_counts(misdosed_fit):
     fit = misdosed_fit
-    assert fit.privacy.left_out.patients == 1
+    assert fit.privacy.left_out.patients == 3  # the misdosed patient and warfarin's own two
     release = released(fit)
     # The frequencies count the same 32 patients as cohort_size, so they read as whole counts
-    # of 32 and nothing gives away the one patient left out.
+    # of 32 and nothing gives away the patients left out.
     sex = fit.study.covariates["sex"].value_counts()
     for level, frequency in release["categories"]["sex"]:
         assert frequency == float(round_significant(sex[level] / 32, 2))

@@ -127,10 +127,12 @@ def test_the_bound_holds_the_truth_where_the_summaries_are_untrimmed_means(offse
 
 
 def test_the_measured_releases_are_the_builders(warfarin_fit):
-    # nobody is left out of the whole warfarin study, so the measurement's covariate rule
-    # must give the fingerprint's numbers
+    # on the patients the screen kept, the measurement's covariate rule must give the
+    # fingerprint's numbers
     released = model_fingerprint(warfarin_fit).covariates
-    covariates = warfarin_fit.study.covariates[["wt", "age"]].to_numpy(dtype=float)
+    kept = warfarin_fit.study.covariates[["wt", "age"]][warfarin_fit.kept]
+    assert len(kept) == warfarin_fit.n_source - 2
+    covariates = kept.to_numpy(dtype=float)
     centre, sdlog = _released(covariates.T, warfarin_fit.min_arm_patients)
     assert centre.tolist() == [released["wt"]["geometric_mean"], released["age"]["geometric_mean"]]
     assert sdlog.tolist() == [released["wt"]["sdlog"], released["age"]["sdlog"]]

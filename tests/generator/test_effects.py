@@ -131,7 +131,9 @@ def test_the_jackknife_reads_the_moves_of_exact_refits():
     refitted = (one_step >= bar).any(axis=1)
     assert 0 < refitted.sum() < 14
     exact_read = 100 * np.abs(exact[:, [keys.index(k) for k in read]])
-    np.testing.assert_allclose(moves[refitted], exact_read[refitted], rtol=1e-6)
+    # Refits searched from the full fit (jackknife_moves) and from the pooled starts (the
+    # exact refits here) reach one optimum, to the optimizer's tolerance.
+    np.testing.assert_allclose(moves[refitted], exact_read[refitted], rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(moves[~refitted], one_step[~refitted])
     # Under the SE bar an exact move is held to the patient's own bar, the standard error of
     # the *other* patients' one-step readings.
@@ -143,7 +145,8 @@ def test_the_jackknife_reads_the_moves_of_exact_refits():
     expected[:, residual] = np.minimum(
         exact_read[:, residual], np.where(z <= 1, 15 * z, 15 + 15 * (z - 1))
     )
-    np.testing.assert_allclose(barred.to_numpy(), expected, rtol=1e-6)
+    # (the refits from the full fit again, within the optimizer's tolerance: 1e-3 points)
+    np.testing.assert_allclose(barred.to_numpy(), expected, rtol=1e-4, atol=1e-3)
 
 
 def _others_se_by_hand(values):
@@ -179,16 +182,19 @@ def test_the_se_bar_counts_a_residual_move_as_far_as_it_is_large_against_its_se(
 def test_read_residual_errors_fail_a_study_one_patient_dominates(study, patient, part):
     """The theophylline studies' combined errors (12 patients): without one patient a part of
     it moves past two standard errors of the other patients' readings (theo_sd's additive
-    part about doubles), so P5 fails once residual errors are read, and passes unread."""
+    part about doubles), so P5 fails: with another patient flagged beside it, leaving both
+    out would take more than a tenth of the 12, so both stay in."""
     data, roles = load_dataset(study)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        read = synpmx_model_estimate(data, roles, residual_readings=True)
+        read = synpmx_model_estimate(data, roles)
     moves = read.privacy.moves[f"DV: {part} residual error"]
     assert moves.idxmax() == patient and moves.max() >= read.privacy.fail
-    assert model_privacy_checks(read).set_index("check").loc["P5", "verdict"] == "FAIL"
-    unread = synpmx_model_estimate(data, roles)
-    assert model_privacy_checks(unread).set_index("check").loc["P5", "verdict"] == "pass"
+    assert read.privacy.left_out.patients == 0
+    assert read.privacy.rounds["flagged"].iloc[-1] >= 2
+    p5 = model_privacy_checks(read).set_index("check").loc["P5"]
+    assert p5["verdict"] == "FAIL"
+    assert f"largest: DV: {part} residual error" in p5["result"]
 
 
 def _refit_without(study, i):
@@ -213,13 +219,22 @@ def _estimated(fit, keys):
     )
 
 
-def test_residual_readings_are_off_by_default():
-    """Releases made before the residual readings existed are made again unchanged."""
+def test_residual_errors_are_read_by_default_and_p5_fails_a_release_without_readings():
+    """P5 covers every released estimate: residual errors left unread are named, and fail."""
     data, roles = weight_data(n=12, seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = synpmx_model_estimate(data, roles, drop_influential=False)
-    assert not [c for c in fit.privacy.moves.columns if c.endswith("residual error")]
+        read = synpmx_model_estimate(data, roles, error="proportional", drop_influential=False)
+        unread = synpmx_model_estimate(
+            data, roles, error="proportional", drop_influential=False, residual_readings=False
+        )
+    residual = [c for c in read.privacy.moves.columns if c.endswith("residual error")]
+    assert residual == ["DV: proportional residual error"]
+    assert not [c for c in unread.privacy.moves.columns if c.endswith("residual error")]
+    p5 = model_privacy_checks(unread).set_index("check").loc["P5"]
+    assert p5["verdict"] == "FAIL"
+    assert "residual error has no reading" in p5["result"]
+    assert model_privacy_checks(read).set_index("check").loc["P5", "verdict"] != "FAIL"
     with pytest.raises(TypeError, match="residual_readings"):
         synpmx_model_estimate(data, roles, residual_readings="yes")
 

@@ -18,9 +18,10 @@ from synpmx_lite.generator.estimate import (
 )
 from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.release import FINGERPRINT_FIELDS, Fingerprint
+from synpmx_lite.pmx.population import FitWarning, fit_population
 from synpmx_lite.pmx.study import load_dataset, prepare_study
 from synpmx_lite.rounding import round_significant
-from tests.simulated import SIMULATED_ROLES, small_study
+from tests.simulated import SIMULATED_ROLES, WARFARIN_LEFT_OUT, small_study
 
 # --- The fingerprint of a small simulated study ---------------------------------------------
 
@@ -196,11 +197,13 @@ def test_misdosed_patient_kept_fails_p5(misdosed_kept_fit):
 
 
 def test_misdosed_patient_left_out_by_default(cases, misdosed_fit):
-    assert misdosed_fit.privacy.left_out.patients == 1
-    assert misdosed_fit.privacy.left_out.ids == (cases.misdosed_id,)
+    # With the two patients the warfarin study loses by itself (its proportional error)
+    assert misdosed_fit.privacy.left_out.ids == tuple(
+        sorted((cases.misdosed_id, *WARFARIN_LEFT_OUT))
+    )
     checks = model_privacy_checks(misdosed_fit).set_index("check")
     assert (checks["verdict"] == "pass").all()
-    assert checks.loc["P5", "result"].endswith("; 1 left out")
+    assert checks.loc["P5", "result"].endswith("; 3 left out")
     # Left out, the patient's thousandfold concentrations no longer widen the spread of V.
     assert misdosed_fit.pk.omega_sd["v"] < 0.35
 
@@ -302,10 +305,11 @@ def test_the_other_public_studies():
     # One patient's move is printed as its band, never as a number about that patient.
     assert table["largest"].str.match(r".+, (under 15|15 to 30|30 or more) (%|points)$").all()
     assert (table["free_frequencies"] >= table["attendance_below_1"]).all()
-    # A fit's status read without the checks is the table's: two trusted, two not.
+    # A fit's status read without the checks is the table's: three trusted (pheno_sd once
+    # the two patients who pull its additive error are out), nimoData's not.
     statuses = [fit_status(all_fits[name]) for name in names]
     assert statuses == list(table["fit"])
-    assert [status == "converged" for status in statuses] == [True, False, True, False]
+    assert [status == "converged" for status in statuses] == [True, True, True, False]
     with pytest.raises(TypeError, match="fit must be a ModelFit"):
         fit_status(all_fits["theo_md"].pk)
     # The fits behind the table, on request, are those it was read from.
@@ -366,3 +370,23 @@ def test_a_negative_seed_is_refused_where_it_is_given():
         synpmx_model_estimate(*load_dataset("theo_sd"), seed=-1)
     with pytest.raises(ValueError, match="seed"):
         privacy_checks_across_studies(["theo_sd"], seed=-1)
+
+
+def test_a_round_that_would_break_the_fit_is_undone():
+    """One of the audit's pheno_sd shadow cohorts (the patients below left out of the 59):
+    its second round flags patients whose low concentrations determine the combined error,
+    and a fit without them is not to be trusted; the rounds end a round before, the patients
+    kept and reported, and the fit stays trusted."""
+    data, roles = load_dataset("pheno_sd")
+    absent = [6, 8, 11, 13, 14, 19, 22, 24, 27, 32, 38, 41, 43, 51, 59]
+    cohort = data[~data[roles.id].isin(absent)]
+    fit = synpmx_model_estimate(cohort, roles)
+    assert fit.pk.converged and not fit.pk.diagnostics
+    assert fit.privacy.left_out.patients == 2
+    flagged = fit.privacy.moves.index[(fit.privacy.moves >= fit.privacy.review).any(axis=1)]
+    assert len(flagged) > 0  # the round undone would have left these out too
+    without = fit.study.subset(fit.kept & ~np.isin(fit.study.ids, flagged))
+    with pytest.warns(FitWarning):
+        broken = fit_population(without, error=fit.pk.error)
+    assert broken.diagnostics
+    assert model_privacy_checks(fit).set_index("check").loc["P5", "verdict"] != "pass"

@@ -87,9 +87,11 @@ def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups):
         private_fingerprint(fit, epsilon=1.0, groups=list(groups.values()))
 
 
-def test_an_unrounded_release_is_told_its_stated_p5_is_not_what_the_check_finds(fit):
+def test_an_unrounded_release_is_told_its_stated_p5_is_not_what_the_check_finds(warfarin_fit):
     """Found in review: the unrounded release keeps the one-figure release's verdicts, and the
-    stated P5 was compared with the reading before its problems failed it."""
+    stated P5 was compared with the reading before its problems failed it (warfarin: its
+    one-figure release passes P5; theo_sd's fails it already)."""
+    fit = warfarin_fit
     found = model_privacy_checks(fit, released=fingerprint_at(fit, None)).set_index("check")
     assert found.loc["P5", "verdict"] == "FAIL"
     assert "the release states P5 'pass', the check finds 'FAIL'" in found.loc["P5", "result"]
@@ -359,10 +361,13 @@ def test_the_checks_hold_a_private_release_to_no_verdict_but_read_its_numbers(fi
     assert "no check on the file can verify" in found.loc["P5", "result"]
 
 
-def test_a_guarantee_forged_onto_an_ordinary_release_passes_nothing_it_cannot_show(fit):
+def test_a_guarantee_forged_onto_an_ordinary_release_passes_nothing_it_cannot_show(
+    warfarin_fit,
+):
     """Found in review: an ordinary release, its verdicts swapped for a guarantee, passed P1-P5,
     and the guarantee's terms were numbers no check read (epsilon with a patient's weight in
-    its figures, more groups than patients)."""
+    its figures, more groups than patients). On warfarin, whose readings pass."""
+    fit = warfarin_fit
     forged = json.loads(model_fingerprint(fit).to_json())
     forged.update(checks={}, guarantee={"epsilon": 0.1, "subsets": 4})
     found = model_privacy_checks(fit, released=json.dumps(forged)).set_index("check")
@@ -372,9 +377,11 @@ def test_a_guarantee_forged_onto_an_ordinary_release_passes_nothing_it_cannot_sh
     forged["guarantee"] = {"epsilon": 79.6123456789, "subsets": n}
     found = model_privacy_checks(fit, released=json.dumps(forged)).set_index("check")
     assert found.loc["P3", "verdict"] == "FAIL"
-    assert "guarantee epsilon 79.6123 has more than 2 significant figure(s)" in found.loc[
-        "P3", "result"
-    ]
-    assert f"guarantee subsets {n} is more groups than half the {n} patients" in found.loc[
-        "P3", "result"
-    ]
+    assert (
+        "guarantee epsilon 79.6123 has more than 2 significant figure(s)"
+        in found.loc["P3", "result"]
+    )
+    assert (
+        f"guarantee subsets {n} is more groups than half the {n} patients"
+        in found.loc["P3", "result"]
+    )

@@ -64,7 +64,7 @@ def test_precisions_round_the_model_estimates_only(warfarin):
     unrounded, two = fingerprint_at(warfarin, None), fingerprint_at(warfarin, 2)
     assert unrounded.typical["cl"] == pytest.approx(warfarin.pk.typical["cl"], rel=1e-15)
     assert two.typical["cl"] == pytest.approx(0.13)
-    assert two.pd["pca"]["baseline"] == pytest.approx(99.0)
+    assert two.pd["pca"]["baseline"] == pytest.approx(100.0)
     assert two.covariates == unrounded.covariates == model_fingerprint(warfarin).covariates
 
 

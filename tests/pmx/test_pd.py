@@ -21,6 +21,7 @@ from synpmx_lite.pmx import pd as pd_module
 from synpmx_lite.pmx.pd import PD_SHAPES, PdFit, fit_pd_endpoint, pd_loo_refits, pd_response
 from synpmx_lite.pmx.population import FitWarning
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
+from tests.simulated import WARFARIN_LEFT_OUT
 
 ROLES = pmx_roles(
     id="id", time="time", dv="dv", amt="amt", evid="evid", dvid="dvid", pk_endpoint="cp"
@@ -178,10 +179,10 @@ def test_a_patient_flagged_on_a_pd_shape_is_left_out_of_every_model(cases):
     top = kept.privacy.moves["pca: rate shape parameter"].idxmax()
     assert top == cases.pd_misrecorded_id
     fit = synpmx_model_estimate(cases.pd_misrecorded, cases.roles)
-    assert fit.privacy.left_out.ids == (cases.pd_misrecorded_id,)
+    assert fit.privacy.left_out.ids == tuple(sorted((cases.pd_misrecorded_id, *WARFARIN_LEFT_OUT)))
     assert cases.pd_misrecorded_id not in fit.pk.eta.index
     assert cases.pd_misrecorded_id not in set(fit.pd["pca"].ids)
-    assert fit.kept.sum() == fit.n_source - 1
+    assert fit.kept.sum() == fit.n_source - 1 - len(WARFARIN_LEFT_OUT)
     # The patient stays in the arm and visit models: the cohort keeps its size.
     assert model_fingerprint(fit).cohort_size == fit.n_source
     assert (model_privacy_checks(fit)["verdict"] == "pass").all()

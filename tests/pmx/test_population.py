@@ -476,3 +476,23 @@ def test_standard_errors_stay_out_of_the_released_fingerprint():
     words = ("covariance", "sandwich", "se", "rse", "standard_error", "rse_percent")
     assert not set(keys(released)) & set(words)
     assert set(released["typical"]) == set(fit.pk.typical.index)
+
+
+def test_a_refit_from_the_full_fit_reaches_the_pooled_starts_optimum():
+    """fit_population(start=): one search from the full fit's estimates, as the exact
+    jackknife refits run, reaches the optimum a search from the pooled starts reaches."""
+    study = prepare_study(*load_dataset("theo_sd"))
+    full = fit_population(study, error="proportional")
+    without = study.subset(np.arange(study.n_patients) != 0)
+    cold = fit_population(without, error="proportional")
+    warm = fit_population(without, error="proportional", start=full)
+    assert warm.ofv == pytest.approx(cold.ofv, abs=1e-5)
+    np.testing.assert_allclose(warm.typical, cold.typical, rtol=1e-4)
+    np.testing.assert_allclose(warm.residual, cold.residual, rtol=1e-4)
+    assert warm.converged and len(warm.starts) == 1
+    with pytest.raises(TypeError, match="start must be a PopulationFit"):
+        fit_population(without, error="proportional", start=full.typical)
+    with pytest.raises(ValueError, match="same model, error"):
+        fit_population(without, error="additive", start=full)
+    with pytest.raises(ValueError, match="lacks patients"):
+        fit_population(study, error="proportional", start=warm)
