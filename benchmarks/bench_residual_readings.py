@@ -1,9 +1,9 @@
-"""What reading each patient's move of the residual errors would do, were it the default.
+"""What reading each patient's move of the residual errors does, off against on (the default).
 
 ``synpmx_model_estimate(..., residual_readings=True)`` holds the residual errors to the
 influence screen (infinitesimal jackknife, exact refits near the bar, the SE bar of the PD
-shape parameters). It is off by default; this script measures what turning it on does, with
-the package as it stands:
+shape parameters). It is on by default; this script measures what it changes, with the
+package as it stands:
 
 1. Every shipped study, with the readings off and on: seconds of the estimation, patients
    left out, rounds, and the checks' P5 verdict.
