@@ -8,16 +8,19 @@ with tests running side by side under pytest-xdist) a timing is not a result.
 Each test's own ``@settings`` (its number of examples) still applies on top. Another profile
 can be chosen on the command line with ``--hypothesis-profile``.
 
-**Fits many tests read are made once per session** (once per xdist worker). A
+**Fits many tests read are made once per run**: by the first xdist worker that asks for one,
+which leaves it pickled in the run's temporary folder for the others (:func:`_made_once`). A
 :class:`~synpmx_lite.generator.estimate.ModelFit` is a frozen dataclass: the tests read it,
 or copy it with :func:`dataclasses.replace`, and never edit it in place. Its fields (arrays,
 data frames, dicts) can still be edited, so each test that reads it checks it is as made
 after the test: a test that edits it fails, rather than the tests run after it on that worker.
 """
 
+import fcntl
 import hashlib
 import pickle
 import sys
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -42,24 +45,78 @@ def _digest(value) -> str:
     return hashlib.sha256(pickle.dumps(value)).hexdigest()
 
 
-@pytest.fixture(scope="session")
-def _warfarin_fit():
-    # Imported here, not at the top: the xdist controller process, which runs no test, loads
-    # this file too.
-    from synpmx_lite.generator.estimate import synpmx_model_estimate
+def _made_once(tmp_path_factory, worker_id: str, name: str, make: Callable):
+    """``make()`` and its digest, made by the first worker of the run to ask for ``name`` and
+    read from its pickle by the others (pytest-xdist's pattern for a session fixture made once:
+    the run's temporary folder is shared by its workers, a lock file orders them)."""
+    if worker_id == "master":  # one process (-n 0)
+        value = make()
+        return value, _digest(value)
+    folder = tmp_path_factory.getbasetemp().parent
+    stored = folder / f"{name}.pickle"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stored.exists():
+            stored.write_bytes(pickle.dumps(make()))
+    value = pickle.loads(stored.read_bytes())
+    return value, _digest(value)
+
+
+def _estimate(source: Callable) -> Callable:
+    """The builder's fit, at its defaults, of the data and roles ``source()`` returns, made
+    when called (imported then: the xdist controller process, which runs no test, loads this
+    file too)."""
+
+    def make():
+        from synpmx_lite.generator.estimate import synpmx_model_estimate
+
+        return synpmx_model_estimate(*source())
+
+    return make
+
+
+def _warfarin():
     from synpmx_lite.pmx.study import load_dataset
 
-    fit = synpmx_model_estimate(*load_dataset("warfarin"))
-    return fit, _digest(fit)
+    return load_dataset("warfarin")
+
+
+def _misdosed():
+    from synpmx_lite.generator.cases import constructed_warfarin_cases
+
+    cases = constructed_warfarin_cases()
+    return cases.misdosed, cases.roles
+
+
+@pytest.fixture(scope="session")
+def _warfarin_fit(tmp_path_factory, worker_id):
+    return _made_once(tmp_path_factory, worker_id, "warfarin_fit", _estimate(_warfarin))
+
+
+@pytest.fixture(scope="session")
+def _misdosed_fit(tmp_path_factory, worker_id):
+    return _made_once(tmp_path_factory, worker_id, "misdosed_fit", _estimate(_misdosed))
+
+
+def _unedited(shared):
+    fit, made = shared
+    yield fit
+    assert _digest(fit) == made, "the test edited a shared fit in place"
 
 
 @pytest.fixture
 def warfarin_fit(_warfarin_fit):
     """The builder's fit of the public warfarin study at its defaults (seed 1), made once per
-    session, and checked unedited after each test that reads it."""
-    fit, made = _warfarin_fit
-    yield fit
-    assert _digest(fit) == made, "the test edited the shared warfarin fit in place"
+    run, and checked unedited after each test that reads it."""
+    yield from _unedited(_warfarin_fit)
+
+
+@pytest.fixture
+def misdosed_fit(_misdosed_fit):
+    """The builder's fit of the constructed misdosed warfarin case
+    (:func:`~synpmx_lite.generator.cases.constructed_warfarin_cases`) at its defaults, made
+    once per run, and checked unedited after each test that reads it."""
+    yield from _unedited(_misdosed_fit)
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ from synpmx_lite import (
     simplified_prediction,
     true_positive_rate_at,
 )
+from synpmx_lite.attacks import membership_generator
 from synpmx_lite.attacks.membership import ATTENDANCE_RANGE
 from synpmx_lite.attacks.membership_generator import (
     ATTACK_REFERENCES,
@@ -36,8 +37,25 @@ REPLICATES = 4
 
 
 @pytest.fixture(scope="module")
-def attack():
-    return generator_membership_attack("warfarin", replicates=REPLICATES, seed=3)
+def attack_and_runs():
+    """The attack on warfarin, and the generator's runs it scored (its fits and releases of
+    the whole study and of each shadow cohort), kept for a test that scores them again."""
+    runs = []
+    run_generator = membership_generator._generator_runs
+
+    def kept(*arguments):
+        runs.append(run_generator(*arguments))
+        return runs[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(membership_generator, "_generator_runs", kept)
+        attack = generator_membership_attack("warfarin", replicates=REPLICATES, seed=3)
+    return attack, runs[0]
+
+
+@pytest.fixture(scope="module")
+def attack(attack_and_runs):
+    return attack_and_runs[0]
 
 
 @pytest.fixture(scope="module")
@@ -194,14 +212,20 @@ def test_attack_is_reproducible_from_its_seed(attack):
     pd.testing.assert_frame_equal(attack.scores, again.scores)
 
 
-def test_released_population_scores_differ_from_unrounded_only_by_the_rounding(attack):
+def test_released_population_scores_differ_from_unrounded_only_by_the_rounding(
+    attack_and_runs, monkeypatch
+):
+    # The same runs of the generator scored with 12 figures: the runs (its fits, made before
+    # any rounding) are the attack's, and are not made again.
+    attack, runs = attack_and_runs
+    monkeypatch.setattr(membership_generator, "_generator_runs", lambda *arguments: runs)
     fine = generator_membership_attack("warfarin", replicates=REPLICATES, seed=3, rounding=12)
     for reference in ATTACK_REFERENCES:
         released = fine.piles("released", reference, "population")
         unrounded = fine.piles("unrounded", reference, "population")
         for a, b in zip(released, unrounded, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8)
-    # The fits, cohorts and unrounded scores do not depend on the rounding.
+    # The cohorts drawn and the unrounded scores do not depend on the rounding.
     np.testing.assert_array_equal(
         fine.piles("unrounded", "whole study", "population")[0],
         attack.piles("unrounded", "whole study", "population")[0],

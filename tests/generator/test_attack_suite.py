@@ -446,12 +446,6 @@ def test_a_dropped_arm_cannot_be_recovered_by_subtraction(study):
     assert judged(fit, release).loc["P4", "verdict"] == "pass"
 
 
-@pytest.fixture(scope="module")
-def misdosed_fit():
-    cases = constructed_warfarin_cases()
-    return synpmx_model_estimate(cases.misdosed, cases.roles)
-
-
 def test_left_out_patients_leave_no_gap_between_released_counts(misdosed_fit):
     fit = misdosed_fit
     assert fit.privacy.left_out.patients == 3  # the misdosed patient and warfarin's own two

@@ -184,11 +184,6 @@ def misdosed_kept_fit(warfarin, misdosed):
     return synpmx_model_estimate(misdosed, warfarin[1], seed=1, drop_influential=False)
 
 
-@pytest.fixture(scope="module")
-def misdosed_fit(warfarin, misdosed):
-    return synpmx_model_estimate(misdosed, warfarin[1], seed=1)
-
-
 def test_misdosed_patient_kept_fails_p5(misdosed_kept_fit):
     assert misdosed_kept_fit.privacy.left_out.patients == 0
     p5 = model_privacy_checks(misdosed_kept_fit).set_index("check").loc["P5"]

@@ -137,7 +137,7 @@ def test_vpc_rates_and_covariates_of_the_source_against_itself(warfarin):
     )
 
 
-def test_stored_refits_are_current_and_a_recomputation_matches():
+def test_stored_refits_are_current_and_a_recomputation_matches(warfarin_fit):
     """The shipped results match the current settings and sources; two replicates of
     warfarin's one-figure release refitted afresh equal the stored ones, and so do the refits
     of a stored private release."""
@@ -145,9 +145,7 @@ def test_stored_refits_are_current_and_a_recomputation_matches():
     # A stale file fails here, before usefulness_results() would spend minutes recomputing.
     assert shipped.matches(_keyed(DEFAULT_SETTINGS), _digest(DEFAULT_SETTINGS))
     results = usefulness_results()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        fit = synpmx_model_estimate(*load_dataset("warfarin"), seed=1)
+    fit = warfarin_fit
     labels = list(PRECISIONS)
     seed = DEFAULT_SETTINGS["seed"] + labels.index("1 figure")
     fresh = refit_estimates(fingerprint_at(fit, 1), fit, replicates=2, seed=seed)
