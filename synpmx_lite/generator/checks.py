@@ -45,10 +45,11 @@ P5        No kept patient moves an estimate the release holds by ``review`` or m
           or more fails; a PD shape parameter's move counted past the second bar); the
           released PK and PD estimates are those of the fits whose influence was read; the
           release's own P5 verdict agrees. A fit that is not to be trusted (its diagnostics,
-          :attr:`synpmx_lite.pmx.population.PopulationFit.diagnostics`, a released PD model's fit
-          not converged, or leave-one-out refits of it not converged) makes a pass a review:
-          the readings are pulls on that fit. Below 10 patients nobody can be left out, and the
-          result says so.
+          :attr:`synpmx_lite.pmx.population.PopulationFit.diagnostics`, exact leave-one-out
+          refits of the PK fit not converged where their readings stay below ``fail``, a
+          released PD model's fit not converged, or leave-one-out refits of it not converged)
+          makes a pass a review: the readings are pulls on that fit. Below 10 patients nobody
+          can be left out, and the result says so.
 ========  ==========================================================================
 
 Here ``k`` is ``min_arm_patients``, and ``min_category_patients`` for category levels, each at
@@ -1605,11 +1606,15 @@ def _untrusted_fits(
 
     The PK fit when its diagnostics report a fault (or its flag says it did not converge: a
     flag that says converged beside diagnostics that say otherwise, as after an edit, is not
-    trusted either), and for each released PD model its fit and its leave-one-out refits.
+    trusted either), and its exact leave-one-out refits; for each released PD model its fit
+    and its leave-one-out refits.
     """
     found = []
     if pk is not None and (not pk.converged or pk.diagnostics):
         found.append(("PK", "; ".join(pk.diagnostics) or "not converged"))
+    if pk is not None and privacy.unconverged_pk_refits:
+        unsettled = privacy.unconverged_pk_refits
+        found.append(("PK", f"{unsettled} exact leave-one-out refits not converged"))
     for name in released_pd:
         if name in pd_fits and not pd_fits[name].converged:
             found.append((f"PD {name}", "not converged"))
@@ -1652,6 +1657,7 @@ def _p5(
         shown += [f"{name}: baseline typical value", f"{name}: baseline between-subject SD"]
         parameters = as_mapping(as_mapping(model).get("parameters"))
         shown += [f"{name}: {parameter} shape parameter" for parameter in parameters]
+        shown += [f"{name}: residual error"] if "residual" in as_mapping(model) else []
     moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
     largest = moves.max(axis=0)
     if largest.empty:
@@ -1662,6 +1668,8 @@ def _p5(
         scale = "%" if estimate.endswith("typical value") else "points"
         if estimate.endswith("shape parameter"):
             scale = "% (SE bar)"
+        elif estimate.endswith(": residual error"):  # a PD model's
+            scale = "points (SE bar)"
         band = move_band(value, privacy.review, privacy.fail)
         result = f"largest: {estimate}, {band} {scale}"
     if privacy.left_out.patients:

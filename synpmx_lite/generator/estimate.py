@@ -440,12 +440,14 @@ def _ledger(earlier: list | None) -> tuple:
 @dataclass(frozen=True)
 class _Round:
     """One round's fits on the patients kept so far, their moves of every estimate, and how
-    many leave-one-out refits did not converge, by PD endpoint (those with any)."""
+    many leave-one-out refits did not converge, by PD endpoint (those with any) and of the
+    PK fit's exact refits."""
 
     pk: PopulationFit | None
     pd: dict[str, PdFit]
     moves: pd.DataFrame
     unconverged_refits: dict[str, int]
+    unconverged_pk_refits: int = 0
 
 
 def _influence_rounds(
@@ -525,11 +527,15 @@ def _influence_round(
     without_eta = pk is not None and len(pk.random) < len(pk.model.parameters)
     correlated = pk is not None and pk.correlated is not None
     kinds += ("correlation",) if correlated else ()
+    unconverged_pk_refits = 0
     if pk is not None and (residual_readings or pk.effect_terms or without_eta or correlated):
-        jackknife = jackknife_moves(
+        jackknife, unconverged = jackknife_moves(
             subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds, se_bar=(review, fail)
         )
         moves = moves.join(jackknife)
+        # A refit that stopped short may understate its patient's pull; a reading past the
+        # fail bar fails whatever the refit would have reached.
+        unconverged_pk_refits = int((jackknife.loc[list(unconverged)].max(axis=1) < fail).sum())
     pd_fits = _fit_pd(subset, min_arm_patients)
     unconverged_refits = {}
     for name, model in pd_fits.items():
@@ -538,7 +544,13 @@ def _influence_round(
         moves = moves.join(pd_moves).fillna(0.0)
         if not refits["converged"].all():
             unconverged_refits[name] = int((~refits["converged"]).sum())
-    return _Round(pk=pk, pd=pd_fits, moves=moves, unconverged_refits=unconverged_refits)
+    return _Round(
+        pk=pk,
+        pd=pd_fits,
+        moves=moves,
+        unconverged_refits=unconverged_refits,
+        unconverged_pk_refits=unconverged_pk_refits,
+    )
 
 
 def _privacy_report(
@@ -562,6 +574,7 @@ def _privacy_report(
         review=review,
         fail=fail,
         unconverged_refits=last.unconverged_refits,
+        unconverged_pk_refits=last.unconverged_pk_refits,
     )
 
 

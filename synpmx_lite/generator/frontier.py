@@ -85,6 +85,7 @@ DEFAULT_SETTINGS: dict = {
         "warfarin",
         "theo_sd",
         "theo_md",
+        "pheno_sd",
         "mavoglurant",
         "wbcSim",
         "mad_sim",

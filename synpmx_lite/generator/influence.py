@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,7 @@ from .protections import TRIM, trimmed_moments
 
 __all__ = [
     "MAX_LEFT_OUT_SHARE",
+    "JackknifeMoves",
     "LeftOut",
     "PrivacyReport",
     "influence_moves",
@@ -152,6 +154,14 @@ def influence_moves(
     return pd.DataFrame(columns, index=index)
 
 
+class JackknifeMoves(NamedTuple):
+    """What :func:`jackknife_moves` reads: each patient's moves, and the patients whose exact
+    refit did not converge (their moves may understate those patients' pull)."""
+
+    moves: pd.DataFrame
+    unconverged: tuple
+
+
 def jackknife_moves(
     study: StudyEvents,
     pk: PopulationFit,
@@ -199,20 +209,22 @@ def jackknife_moves(
 
     Returns
     -------
-    pandas.DataFrame
-        One row per patient (index: source ID), one column per residual error
+    JackknifeMoves
+        ``moves``: one row per patient (index: source ID), one column per residual error
         (``"<pk_label>: <name> residual error"``) and per effect
         (``"<pk_label>: <label> effect"``) and per typical value without a random effect
         (``"<pk_label>: <name> typical value"``), and a correlated pair's
         ``"<pk_label>: cl,v correlation"``; empty of columns where the covariance step
-        failed.
+        failed. ``unconverged``: the source IDs of the patients whose exact refit (each from
+        ``pk``'s estimates, with its covariate terms pinned: the references and levels ``pk``
+        read, not read again from the other patients) did not converge.
     """
     if not isinstance(pk, PopulationFit):
         raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
     if not np.array_equal(pk.eta.index.to_numpy(), study.ids):
         raise ValueError("pk was not fitted to study (its patients differ)")
     if pk.jackknife is None:
-        return pd.DataFrame(index=pk.eta.index)
+        return JackknifeMoves(pd.DataFrame(index=pk.eta.index), ())
     unknown = set(kinds) - set(_KIND_NAMES)
     if unknown:
         raise ValueError(f"kinds must be among {sorted(_KIND_NAMES)}, got {sorted(unknown)}")
@@ -241,6 +253,7 @@ def jackknife_moves(
 
     moves = pd.DataFrame(read(100 * np.abs(signed) * scale), index=pk.eta.index, columns=columns)
     base = _estimated_scale(pk, keys)
+    unconverged = []
     for i in np.flatnonzero((moves.to_numpy() >= exact_from).any(axis=1)):
         without = study.subset(np.arange(study.n_patients) != i)
         with warnings.catch_warnings():
@@ -249,13 +262,15 @@ def jackknife_moves(
                 without,
                 model=pk.model,
                 error=pk.error,
-                effects=_formulas(pk),
+                effects=pk.effect_terms,
                 random=pk.random,
                 correlated=pk.correlated,
                 start=pk,
             )
         moves.iloc[i] = read(100 * np.abs(_estimated_scale(refit, keys) - base), i)
-    return moves
+        if not refit.converged:
+            unconverged.append(moves.index[i])
+    return JackknifeMoves(moves, tuple(unconverged))
 
 
 def _others_jackknife_se(values: np.ndarray) -> np.ndarray:
@@ -306,11 +321,6 @@ def _estimated_scale(fit: PopulationFit, keys: list) -> np.ndarray:
     return np.array(values)
 
 
-def _formulas(pk: PopulationFit) -> tuple[str, ...]:
-    """The formulas behind a fit's effects (one per formula, however many levels it has)."""
-    return tuple(dict.fromkeys(term.label.split("[")[0] for term in pk.effect_terms))
-
-
 def pd_influence_moves(
     fit: PdFit, refits: pd.DataFrame, *, review: float = 15.0, fail: float = 30.0
 ) -> pd.DataFrame:
@@ -344,7 +354,10 @@ def pd_influence_moves(
           ``review`` only where the change is at least 15 % *and* one SE, and ``fail`` only at
           30 % and two SEs. :math:`\mathrm{SE}_{-i}` is the jackknife standard error of the
           refits without each of the *other* patients (the patient's own refit left out of
-          it).
+          it);
+        * ``residual error``: :math:`100\,|\Delta\log\sigma|` (about the residual SD's percent
+          change), held to the same bar with :math:`z_i` of :math:`\log\sigma`, as the PK
+          fit's residual errors are (:func:`jackknife_moves`).
 
     Warns
     -----
@@ -381,7 +394,17 @@ def pd_influence_moves(
         percent = shape[(name, "percent")].to_numpy()
         z = shape[(name, "standard_errors")].to_numpy()
         columns[f"{label}: {name} shape parameter"] = se_barred(percent, z, review, fail)
+    columns[f"{label}: residual error"] = _residual_move(fit, refits, review, fail)
     return pd.DataFrame(columns, index=pd.Index(fit.ids, name="id"))
+
+
+def _residual_move(fit: PdFit, refits: pd.DataFrame, review: float, fail: float) -> np.ndarray:
+    """Each patient's move of a PD model's residual SD, in hundredths of its log, held to the
+    SE bar of the other patients' refits."""
+    change = np.abs(np.log(refits["residual"].to_numpy(float) / fit.residual))
+    se = _others_jackknife_se(np.log(refits["residual"].to_numpy(float))[:, np.newaxis])[:, 0]
+    z = np.divide(change, se, out=np.full_like(change, np.inf), where=se > 0)
+    return se_barred(100 * change, z, review, fail)
 
 
 def pd_shape_moves(fit: PdFit, refits: pd.DataFrame) -> pd.DataFrame:
@@ -522,6 +545,10 @@ class PrivacyReport:
         For each PD endpoint some of whose leave-one-out refits (last round) did not converge,
         how many did not: their moves may understate those patients' influence, so that the
         checks do not pass them.
+    unconverged_pk_refits : int
+        The same for the PK fit's exact leave-one-out refits (:func:`jackknife_moves`),
+        counting only those whose reading stays below ``fail``: a refit stopped at a bound of
+        its search understates the move it reads, so a reading past ``fail`` already fails.
     """
 
     left_out: LeftOut
@@ -531,6 +558,7 @@ class PrivacyReport:
     review: float
     fail: float
     unconverged_refits: dict = field(default_factory=dict)
+    unconverged_pk_refits: int = 0
 
     @property
     def largest(self) -> pd.Series:

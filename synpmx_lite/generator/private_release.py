@@ -59,7 +59,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +78,7 @@ __all__ = [
     "DEFAULT_RANGES",
     "NOT_COVERED",
     "PrivateRelease",
+    "SubsetEstimates",
     "noise_free_estimates",
     "private_fingerprint",
     "subset_estimates",
@@ -169,7 +170,51 @@ def _group(identifier: object, subsets: int) -> int:
     return int.from_bytes(digest[:8], "big") % subsets
 
 
-def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
+@dataclass(frozen=True, eq=False)
+class SubsetEstimates(Mapping):
+    """The group fits of the subsample and aggregate, as :func:`subset_estimates` made them
+    for one fit: a read-only mapping from estimate (``"typical cl"``) to its ``subsets``
+    values (NaN where a group's fit failed).
+
+    Attributes
+    ----------
+    estimates : dict of str to numpy.ndarray
+        By estimate, one value per group.
+    subsets : int
+        The number of groups.
+    fit_digest : str
+        The digest of the fit they were made from (:func:`_fit_digest`): a release from them
+        is refused for any other fit, whose groups these are not.
+    """
+
+    estimates: dict[str, np.ndarray]
+    subsets: int
+    fit_digest: str
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.estimates[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.estimates)
+
+    def __len__(self) -> int:
+        return len(self.estimates)
+
+
+def _fit_digest(fit: ModelFit) -> str:
+    """SHA-256 of what ties group fits to one fit: its patients, in order, and its PK
+    estimates (another fit of the same patients differs in them)."""
+    pk = fit.pk
+    parts = [
+        "\x1f".join(map(str, fit.study.ids)),
+        repr(pk.model),
+        pk.error,
+        *(getattr(pk, kind).to_json() for kind in ("typical", "omega", "residual")),
+    ]
+    return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()
+
+
+def subset_estimates(fit: ModelFit, *, subsets: int) -> SubsetEstimates:
     """Each estimate's value on each of ``subsets`` groups of patients (NaN where the group's
     fit failed): the fits of the subsample and aggregate, which do not depend on the budget.
 
@@ -184,8 +229,9 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
 
     Returns
     -------
-    dict of str to numpy.ndarray
-        By estimate (``"typical cl"``, ``"covariate wt sdlog"``), its ``subsets`` values.
+    SubsetEstimates
+        By estimate (``"typical cl"``, ``"covariate wt sdlog"``), its ``subsets`` values, tied
+        to ``fit``.
     """
     if not isinstance(fit, ModelFit) or fit.pk is None:
         raise ValueError("fit must be a ModelFit with a PK model")
@@ -206,7 +252,9 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> dict[str, np.ndarray]:
             estimates[f"covariate {name} sdlog"] = sdlog
         for name, value in estimates.items():
             values.setdefault(name, []).append(value)
-    return {name: np.array(v, dtype=float) for name, v in values.items()}
+    return SubsetEstimates(
+        {name: np.array(v, dtype=float) for name, v in values.items()}, subsets, _fit_digest(fit)
+    )
 
 
 def _refuse_unprivatised(fit: ModelFit) -> None:
@@ -268,15 +316,15 @@ def _clamped_logs(values: np.ndarray, low: float, high: float) -> np.ndarray:
 
 
 def noise_free_estimates(
-    groups: dict[str, np.ndarray], ranges: dict[str, tuple[float, float]] | None = None
+    groups: Mapping[str, np.ndarray], ranges: dict[str, tuple[float, float]] | None = None
 ) -> dict[str, float]:
     """What the private release's estimates tend to as epsilon grows: each estimate's clamped
     group logs averaged, without noise (the aggregate's own bias, failed groups included).
 
     Parameters
     ----------
-    groups : dict of str to numpy.ndarray
-        The groups' estimates (:func:`subset_estimates`).
+    groups : mapping of str to numpy.ndarray
+        The groups' estimates (:func:`subset_estimates`, or as stored).
     ranges : dict, optional
         Public ranges overriding :data:`DEFAULT_RANGES`, as for :func:`private_fingerprint`.
 
@@ -467,7 +515,7 @@ def private_fingerprint(
     epsilon: float,
     subsets: int | None = None,
     ranges: dict[str, tuple[float, float]] | None = None,
-    groups: dict[str, np.ndarray] | None = None,
+    groups: SubsetEstimates | None = None,
 ) -> PrivateRelease:
     """Release a fit's fingerprint with an epsilon-DP guarantee for one patient, by OpenDP.
 
@@ -485,11 +533,12 @@ def private_fingerprint(
     ranges : dict, optional
         Public ranges (natural scale) overriding :data:`DEFAULT_RANGES`, by kind or by
         estimate (``"typical cl"``, ``"covariate wt geometric_mean"``). Never from the data.
-    groups : dict, optional
-        The groups' estimates (:func:`subset_estimates` with the same ``subsets``), to draw
-        several releases from one set of group fits. Their names and shapes are checked; that
-        they are fits on disjoint groups, which the guarantee rests on, cannot be, so pass
-        only what :func:`subset_estimates` returned for this fit.
+    groups : SubsetEstimates, optional
+        What :func:`subset_estimates` returned for this fit (with the same ``subsets``), to
+        draw several releases from one set of group fits. Groups made for another fit (other
+        patients, or other estimates of the same ones) are refused, and so is a plain dict:
+        the guarantee rests on fits of disjoint groups of this fit's patients, which the
+        values alone cannot show.
 
     Returns
     -------
@@ -570,10 +619,18 @@ def _estimate_names(fit: ModelFit) -> list[str]:
 def _checked_groups(
     fit: ModelFit, groups: object, subsets: int | None
 ) -> tuple[dict[str, np.ndarray], int]:
-    """``groups`` as :func:`subset_estimates` makes them for ``fit``: every estimate, one value
+    """``groups`` as :func:`subset_estimates` made them for ``fit``: every estimate, one value
     per group, as many groups for each (``subsets`` of them, where given)."""
-    if not isinstance(groups, dict):
-        raise TypeError(f"groups must be a dict from subset_estimates, got {type(groups).__name__}")
+    if not isinstance(groups, SubsetEstimates):
+        raise TypeError(
+            "groups must be what subset_estimates returned for this fit, got "
+            f"{type(groups).__name__}"
+        )
+    if groups.fit_digest != _fit_digest(fit):
+        raise ValueError(
+            "groups were made by subset_estimates for another fit (other patients or other "
+            "estimates): the guarantee holds only for fits of this fit's own groups"
+        )
     expected = _estimate_names(fit)
     missing = [name for name in expected if name not in groups]
     extra = [name for name in groups if name not in expected]

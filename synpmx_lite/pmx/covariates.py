@@ -78,8 +78,11 @@ def parse_effects(
 
     Parameters
     ----------
-    effects : sequence of str
-        Formulas ``"cl ~ wt/70"``, ``"v ~ wt"``, ``"cl ~ sex"`` (module docstring).
+    effects : sequence of str or CovariateEffect
+        Formulas ``"cl ~ wt/70"``, ``"v ~ wt"``, ``"cl ~ sex"`` (module docstring), or the
+        terms of a fit (its ``effect_terms``), taken as they stand: their references and
+        levels pinned, not read again from these covariates (as a refit on some of a fit's
+        patients needs, so that its coefficients mean what the fit's do).
     covariates : pandas.DataFrame
         The patients' baseline covariates, one row per patient.
     categorical : tuple of str
@@ -107,6 +110,9 @@ def parse_effects(
     parsed: list[CovariateEffect] = []
     seen = set()
     for formula in effects:
+        if isinstance(formula, CovariateEffect):
+            parsed.append(_pinned(formula, covariates, parameters, parsed))
+            continue
         parameter, covariate, reference = _parts(formula, covariates, parameters)
         if (parameter, covariate) in seen:
             raise ValueError(f"effects repeat {parameter} ~ {covariate}")
@@ -118,6 +124,26 @@ def parse_effects(
         else:
             parsed.append(_power(formula.strip(), parameter, covariate, values, reference))
     return tuple(parsed)
+
+
+def _pinned(
+    term: CovariateEffect, covariates: pd.DataFrame, parameters: tuple, parsed: list
+) -> CovariateEffect:
+    """A fit's term, checked against these covariates: its parameter and column exist, it is
+    not repeated, and its design can be read (a positive value, for a power)."""
+    if term.parameter not in parameters:
+        raise ValueError(
+            f"effects: {term.label!r} scales {term.parameter!r}, not one of {list(parameters)}"
+        )
+    if term.covariate not in covariates.columns:
+        raise ValueError(
+            f"effects: {term.label!r} names {term.covariate!r}, not one of the roles' covariates "
+            f"{list(covariates.columns)}"
+        )
+    if any(term.label == other.label for other in parsed):
+        raise ValueError(f"effects repeat {term.label!r}")
+    term.design(covariates)
+    return term
 
 
 def _parts(formula: object, covariates: pd.DataFrame, parameters: tuple):

@@ -17,8 +17,10 @@ import pytest
 
 from synpmx_lite.generator import checks as checks_module
 from synpmx_lite.generator import estimate as builder
+from synpmx_lite.generator import influence
 from synpmx_lite.generator.cases import constructed_warfarin_cases
 from synpmx_lite.generator.estimate import (
+    fit_status,
     model_fingerprint,
     model_privacy_checks,
     synpmx_model_estimate,
@@ -401,6 +403,32 @@ def test_p5_does_not_pass_readings_from_leave_one_out_refits_that_did_not_conver
     assert row["verdict"] == "review"
     assert "PD pca (1 leave-one-out refits not converged)" in row["result"]
     assert released(fit)["checks"]["P5"] == "review"
+
+
+def test_p5_does_not_pass_readings_from_exact_pk_refits_that_did_not_converge(monkeypatch):
+    # The same for the PK fit's exact leave-one-out refits (residual errors, effects): one
+    # that stopped short may understate its patient's pull, unless its reading fails already.
+    refit = influence.fit_population
+
+    def unsettled(*arguments, **keywords):
+        return dataclasses.replace(refit(*arguments, **keywords), converged=False)
+
+    monkeypatch.setattr(influence, "fit_population", unsettled)
+    fit = synpmx_model_estimate(*load_dataset("warfarin"))
+    unconverged = fit.privacy.unconverged_pk_refits
+    assert 0 < unconverged and fit.privacy.largest["verdict"] == "pass"
+    row = model_privacy_checks(fit).set_index("check").loc["P5"]
+    assert row["verdict"] == "review"
+    assert f"PK ({unconverged} exact leave-one-out refits not converged)" in row["result"]
+
+
+def test_an_exact_pk_refit_at_a_bound_is_not_counted_where_its_reading_fails_already():
+    # theo_md: without one patient the proportional error sits at its floor; the move read
+    # (past the fail bar) understates the true one, and fails P5 as it stands.
+    fit = synpmx_model_estimate(*load_dataset("theo_md"))
+    assert fit.privacy.unconverged_pk_refits == 0
+    assert fit.privacy.moves["DV: proportional residual error"].max() > fit.privacy.fail
+    assert fit_status(fit) == "converged"
 
 
 def test_the_p5_result_quotes_no_source_id_from_the_fit_diagnostics(monkeypatch):

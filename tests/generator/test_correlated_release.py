@@ -102,7 +102,9 @@ def test_the_jackknife_reads_each_patients_move_of_the_correlation_as_exact_refi
     small = study.subset(np.arange(study.n_patients) < 16)
     pk = fit_population(small, correlated=("cl", "v"))
     assert pk.converged and 0.3 < pk.correlation[PAIR] < 0.7
-    read = jackknife_moves(small, pk, pk_label="cp", exact_from=np.inf, kinds=("correlation",))
+    read = jackknife_moves(
+        small, pk, pk_label="cp", exact_from=np.inf, kinds=("correlation",)
+    ).moves
     assert list(read.columns) == [f"cp: {PAIR} correlation"]
     exact = []
     for i in range(small.n_patients):
@@ -116,7 +118,9 @@ def test_the_jackknife_reads_each_patients_move_of_the_correlation_as_exact_refi
     assert np.all(np.abs(reading - exact) <= 0.35 * exact + 1.0)
     assert exact.max() > 15
     large = exact > 10
-    refitted = jackknife_moves(small, pk, pk_label="cp", exact_from=10.0, kinds=("correlation",))
+    refitted = jackknife_moves(
+        small, pk, pk_label="cp", exact_from=10.0, kinds=("correlation",)
+    ).moves
     np.testing.assert_allclose(refitted.iloc[:, 0].to_numpy()[large], exact[large], rtol=1e-6)
 
 

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+from synpmx_lite.generator import influence
 from synpmx_lite.generator.estimate import (
     model_fingerprint,
     model_privacy_checks,
@@ -16,6 +17,7 @@ from synpmx_lite.generator.generate import synpmx_model_generate
 from synpmx_lite.generator.influence import jackknife_moves
 from synpmx_lite.generator.release import Fingerprint
 from synpmx_lite.generator.utility import fingerprint_at, model_estimates, rounding_against_rse
+from synpmx_lite.pmx.covariates import parse_effects
 from synpmx_lite.pmx.population import fit_population
 from synpmx_lite.pmx.study import load_dataset, prepare_study
 from synpmx_lite.rounding import round_significant
@@ -127,7 +129,7 @@ def test_the_jackknife_reads_the_moves_of_exact_refits():
     read = [k for k in keys if k[0] in ("residual", "effect")]
     one_step = 100 * np.abs(fit.jackknife[read].to_numpy())
     bar = np.median(one_step.max(axis=1))
-    moves = jackknife_moves(study, fit, pk_label="DV", exact_from=bar).to_numpy()
+    moves = jackknife_moves(study, fit, pk_label="DV", exact_from=bar).moves.to_numpy()
     refitted = (one_step >= bar).any(axis=1)
     assert 0 < refitted.sum() < 14
     exact_read = 100 * np.abs(exact[:, [keys.index(k) for k in read]])
@@ -137,7 +139,7 @@ def test_the_jackknife_reads_the_moves_of_exact_refits():
     np.testing.assert_allclose(moves[~refitted], one_step[~refitted])
     # Under the SE bar an exact move is held to the patient's own bar, the standard error of
     # the *other* patients' one-step readings.
-    barred = jackknife_moves(study, fit, pk_label="DV", exact_from=0, se_bar=(15, 30))
+    barred = jackknife_moves(study, fit, pk_label="DV", exact_from=0, se_bar=(15, 30)).moves
     residual = [j for j, k in enumerate(read) if k[0] == "residual"]
     signed = 100 * fit.jackknife[read].to_numpy()[:, residual]
     z = exact_read[:, residual] / _others_se_by_hand(signed)
@@ -147,6 +149,41 @@ def test_the_jackknife_reads_the_moves_of_exact_refits():
     )
     # (the refits from the full fit again, within the optimizer's tolerance: 1e-3 points)
     np.testing.assert_allclose(barred.to_numpy(), expected, rtol=1e-4, atol=1e-3)
+
+
+def test_exact_refits_keep_the_fits_references_and_levels(monkeypatch):
+    # Found in review: each exact refit read its formulas again from the other patients, so
+    # that a median reference (or a tied most common level) moved with the patient left out
+    # and the refit's coefficients meant other things than the fit's.
+    study = prepare_study(*weight_data(n=14, seed=8))
+    fit = fit_population(study, error="proportional", effects=("cl ~ WT", "cl ~ SEX"))
+    weights = study.covariates["WT"].to_numpy(dtype=float)
+    medians = {float(np.median(np.delete(weights, i))) for i in range(14)}
+    assert medians - {fit.effect_terms[0].reference}  # leaving one out moves the median
+    refits = []
+    refit = influence.fit_population
+
+    def kept(*arguments, **keywords):
+        refits.append(refit(*arguments, **keywords))
+        return refits[-1]
+
+    monkeypatch.setattr(influence, "fit_population", kept)
+    jackknife_moves(study, fit, pk_label="DV", exact_from=0)
+    assert len(refits) == 14
+    assert all(r.effect_terms == fit.effect_terms for r in refits)
+
+
+def test_a_fits_terms_are_checked_against_the_patients_they_are_refitted_to():
+    study = prepare_study(*weight_data(n=14, seed=8))
+    fit = fit_population(study, error="proportional", effects=("cl ~ WT", "cl ~ SEX"))
+    covariates = study.covariates.drop(columns="SEX")
+    with pytest.raises(ValueError, match="names 'SEX', not one of the roles' covariates"):
+        parse_effects(fit.effect_terms, covariates, (), ("cl", "v", "ka"))
+    with pytest.raises(ValueError, match="effects repeat 'cl ~ WT'"):
+        parse_effects(fit.effect_terms[:1] * 2, study.covariates, (), ("cl", "v", "ka"))
+    assert parse_effects(fit.effect_terms, study.covariates, (), ("cl", "v", "ka")) == (
+        fit.effect_terms
+    )
 
 
 def _others_se_by_hand(values):
@@ -162,8 +199,8 @@ def _others_se_by_hand(values):
 def test_the_se_bar_counts_a_residual_move_as_far_as_it_is_large_against_its_se():
     study = prepare_study(*weight_data(n=14, seed=8))
     fit = fit_population(study, error="combined", effects=("cl ~ WT/70",))
-    plain = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf)
-    barred = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf, se_bar=(15, 30))
+    plain = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf).moves
+    barred = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf, se_bar=(15, 30)).moves
     residual = [c for c in plain.columns if c.endswith("residual error")]
     assert len(residual) == 2
     others = plain.columns.difference(residual)

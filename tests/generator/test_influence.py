@@ -1,11 +1,14 @@
+import dataclasses
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from synpmx_lite.generator.influence import influence_moves, verdict
+from synpmx_lite.generator.estimate import model_privacy_checks
+from synpmx_lite.generator.influence import influence_moves, pd_influence_moves, verdict
 from synpmx_lite.generator.protections import trimmed_log_summary
+from synpmx_lite.pmx.pd import pd_loo_refits
 from synpmx_lite.pmx.pk import PkModel
 from synpmx_lite.pmx.population import PopulationFit
 
@@ -74,3 +77,25 @@ def test_verdicts():
         "review",
         "FAIL",
     ]
+
+
+def test_a_pd_models_residual_error_is_read_and_p5_judges_it(warfarin_fit):
+    # Found in review: a PD model's released residual SD had no reading at all.
+    model = warfarin_fit.pd["pca"]
+    refits = pd_loo_refits(model)
+    column = "pca: residual error"
+    moves = pd_influence_moves(model, refits)[column]
+    unbarred = 100 * np.abs(np.log(refits["residual"] / model.residual))
+    assert (moves <= unbarred + 1e-9).all() and moves.max() > 0
+    # One refit whose residual SD doubles: 69 points and many standard errors, a FAIL.
+    doubled = refits.copy()
+    doubled.loc[doubled.index[0], "residual"] *= 2
+    assert pd_influence_moves(model, doubled)[column].iloc[0] >= 30
+    # The builder reads it, and P5 fails a release where it is that large.
+    assert column in warfarin_fit.privacy.moves
+    edited = warfarin_fit.privacy.moves.copy()
+    edited.loc[edited.index[0], column] = 40.0
+    privacy = dataclasses.replace(warfarin_fit.privacy, moves=edited)
+    p5 = model_privacy_checks(dataclasses.replace(warfarin_fit, privacy=privacy))
+    p5 = p5.set_index("check").loc["P5"]
+    assert p5["verdict"] == "FAIL" and "largest: pca: residual error" in p5["result"]

@@ -53,6 +53,13 @@ def fit():
 
 
 @pytest.fixture(scope="module")
+def doubled():
+    """theo_sd's fit with every concentration doubled: the same patients, other estimates."""
+    data, roles = load_dataset("theo_sd")
+    return _estimate(data.assign(DV=2 * data["DV"]), roles)
+
+
+@pytest.fixture(scope="module")
 def groups(fit):
     return subset_estimates(fit, subsets=2)
 
@@ -72,19 +79,27 @@ def test_the_budget_is_split_evenly_and_composes_to_epsilon(release):
     assert json.loads(release.fingerprint.to_json())["guarantee"]["epsilon"] == EPSILON
 
 
-def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups):
-    """Found in review: uneven groups, a subsets the groups do not have, and a missing
-    estimate were taken (the last with a bare KeyError)."""
+def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups, doubled):
+    """Found in review: uneven groups, a subsets the groups do not have, a missing estimate
+    (with a bare KeyError), and any dict of the right names and shapes were taken, among them
+    the group fits of another fit."""
     uneven = {**groups, "typical cl": np.append(groups["typical cl"], 1.0)}
     with pytest.raises(ValueError, match="one value per group, alike"):
-        private_fingerprint(fit, epsilon=1.0, groups=uneven)
+        private_fingerprint(fit, epsilon=1.0, groups=dataclasses.replace(groups, estimates=uneven))
     with pytest.raises(ValueError, match="hold 2 group\\(s\\) per estimate, not subsets=5"):
         private_fingerprint(fit, epsilon=1.0, subsets=5, groups=groups)
     missing = {k: v for k, v in groups.items() if k != "typical cl"}
     with pytest.raises(ValueError, match=r"missing \['typical cl'\]"):
-        private_fingerprint(fit, epsilon=1.0, groups=missing)
-    with pytest.raises(TypeError, match="groups must be a dict"):
-        private_fingerprint(fit, epsilon=1.0, groups=list(groups.values()))
+        private_fingerprint(fit, epsilon=1.0, groups=dataclasses.replace(groups, estimates=missing))
+    for plain in (dict(groups), list(groups.values())):
+        with pytest.raises(TypeError, match="groups must be what subset_estimates returned"):
+            private_fingerprint(fit, epsilon=1.0, groups=plain)
+    # The same patients' groups under another fit's estimates: right names, right shapes.
+    theirs = subset_estimates(doubled, subsets=2)
+    assert list(theirs) == list(groups) and len(theirs["typical cl"]) == 2
+    with pytest.raises(ValueError, match="made by subset_estimates for another fit"):
+        private_fingerprint(fit, epsilon=1.0, groups=theirs)
+    assert private_fingerprint(doubled, epsilon=1.0, groups=theirs).subsets == 2
 
 
 def test_an_unrounded_release_is_told_its_stated_p5_is_not_what_the_check_finds(warfarin_fit):
@@ -288,7 +303,7 @@ def test_infinite_epsilon_is_the_ordinary_unrounded_release(fit):
     assert release.scales == {}
 
 
-def test_public_ranges_never_come_from_the_data(fit, groups):
+def test_public_ranges_never_come_from_the_data(fit, groups, doubled):
     """The ranges used are the stated defaults, and doubling every concentration (which moves
     the residual error and volume) leaves them unchanged."""
     release = private_fingerprint(fit, epsilon=EPSILON, groups=groups)
@@ -301,8 +316,6 @@ def test_public_ranges_never_come_from_the_data(fit, groups):
             else name.split()[0]
         )
         assert tuple(bounds) == DEFAULT_RANGES[kind]
-    data, roles = load_dataset("theo_sd")
-    doubled = _estimate(data.assign(DV=2 * data["DV"]), roles)
     other = private_fingerprint(doubled, epsilon=EPSILON, subsets=2)
     assert other.ranges == release.ranges
 

@@ -135,7 +135,7 @@ def test_typical_value_without_eta_is_read_by_the_jackknife_as_exact_refits_move
     from synpmx_lite.generator.influence import jackknife_moves
 
     fit = fit_population(theo, random=("cl", "v"))
-    read = jackknife_moves(theo, fit, pk_label="cp", exact_from=np.inf, kinds=("typical",))
+    read = jackknife_moves(theo, fit, pk_label="cp", exact_from=np.inf, kinds=("typical",)).moves
     assert list(read.columns) == ["cp: ka typical value"]  # cl and v are read from their etas
     exact = []
     for i in range(theo.n_patients):
