@@ -16,6 +16,7 @@ from synpmx_lite.generator.estimate import (
     synpmx_model_estimate,
 )
 from synpmx_lite.generator.generate import synpmx_model_generate
+from synpmx_lite.generator import private_release
 from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
     NOT_COVERED,
@@ -77,6 +78,14 @@ def test_the_budget_is_split_evenly_and_composes_to_epsilon(release):
     # Found in review: an even split composed to 2.000000000000001 against a stated 2.0.
     assert release.composed_epsilon <= EPSILON
     assert json.loads(release.fingerprint.to_json())["guarantee"]["epsilon"] == EPSILON
+
+
+def test_a_split_that_composes_past_epsilon_is_refused(fit, groups, monkeypatch):
+    # Without the margin the even split composes to 2.000000000000001 on theo_sd: the
+    # release refuses to state an epsilon its composition exceeds.
+    monkeypatch.setattr(private_release, "_SPLIT_MARGIN", 0.0)
+    with pytest.raises(RuntimeError, match="OpenDP composes the split to 2.000000000000001"):
+        private_fingerprint(fit, epsilon=EPSILON, groups=groups)
 
 
 def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups, doubled):
