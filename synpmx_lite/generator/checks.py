@@ -1600,20 +1600,27 @@ def _recomputed_keep(i: int, arm: object, keep: dict, source: _Source) -> list[s
 
 
 def _untrusted_fits(
-    pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport, released_pd: Iterable
+    pk: PopulationFit | None,
+    pd_fits: dict,
+    privacy: PrivacyReport,
+    released_pd: Iterable,
+    moves: pd.DataFrame,
 ) -> list[tuple[str, str]]:
     """The fits behind a release whose readings P5 cannot trust: ``(fit, why)`` pairs.
 
     The PK fit when its diagnostics report a fault (or its flag says it did not converge: a
     flag that says converged beside diagnostics that say otherwise, as after an edit, is not
-    trusted either), and its exact leave-one-out refits; for each released PD model its fit
-    and its leave-one-out refits.
+    trusted either), and its exact leave-one-out refits that did not converge where the
+    ``moves`` of released estimates they read stay below ``fail`` (one past it fails
+    already, whatever the refit would have reached); for each released PD model its fit and
+    its leave-one-out refits.
     """
     found = []
     if pk is not None and (not pk.converged or pk.diagnostics):
         found.append(("PK", "; ".join(pk.diagnostics) or "not converged"))
-    if pk is not None and privacy.unconverged_pk_refits:
-        unsettled = privacy.unconverged_pk_refits
+    unsettled = [i for i in privacy.unconverged_pk_refits if i in moves.index]
+    unsettled = int((moves.loc[unsettled].max(axis=1) < privacy.fail).sum()) if unsettled else 0
+    if pk is not None and unsettled:
         found.append(("PK", f"{unsettled} exact leave-one-out refits not converged"))
     for name in released_pd:
         if name in pd_fits and not pd_fits[name].converged:
@@ -1639,11 +1646,15 @@ def _effect_columns(columns: pd.Index, released: dict, endpoint: str) -> list[st
     ]
 
 
-def _p5(
-    released: dict, source: _Source, pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport
-) -> tuple[str, str, list[str]]:
-    # Only the estimates the release holds: a withheld covariate summary moves nothing released.
-    endpoint = source.study.pk_endpoint
+def _released_moves(released: dict, endpoint: str | None, privacy: PrivacyReport) -> pd.DataFrame:
+    """The columns of ``privacy.moves`` that read an estimate the release holds (all of them
+    where none does): a withheld covariate summary moves nothing released."""
+    shown = _shown_columns(released, endpoint, privacy)
+    return privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
+
+
+def _shown_columns(released: dict, endpoint: str | None, privacy: PrivacyReport) -> list[str]:
+    """The move columns of every estimate the release holds."""
     shown = [f"{endpoint}: {name} typical value" for name in as_mapping(released.get("typical"))]
     shown += [
         f"{endpoint}: {name} between-subject SD" for name in as_mapping(released.get("omega"))
@@ -1658,7 +1669,15 @@ def _p5(
         parameters = as_mapping(as_mapping(model).get("parameters"))
         shown += [f"{name}: {parameter} shape parameter" for parameter in parameters]
         shown += [f"{name}: residual error"] if "residual" in as_mapping(model) else []
-    moves = privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
+    return shown
+
+
+def _p5(
+    released: dict, source: _Source, pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport
+) -> tuple[str, str, list[str]]:
+    endpoint = source.study.pk_endpoint
+    shown = _shown_columns(released, endpoint, privacy)
+    moves = _released_moves(released, endpoint, privacy)
     largest = moves.max(axis=0)
     if largest.empty:
         value, result = 0.0, "no estimate released"
@@ -1678,7 +1697,7 @@ def _p5(
         result += f"; below {math.ceil(1 / MAX_LEFT_OUT_SHARE)} patients nobody can be left out"
     # The readings are each patient's pull on a fit; on a fit that is not to be trusted (an SD
     # at its floor shrinks every pull to nothing) they cannot clear anyone, so they cannot pass.
-    untrusted = _untrusted_fits(pk, pd_fits, privacy, as_mapping(released.get("pd")))
+    untrusted = _untrusted_fits(pk, pd_fits, privacy, as_mapping(released.get("pd")), moves)
     judged = verdict(value, privacy.review, privacy.fail)
     if untrusted:
         listed = ", ".join(f"{fit} ({why})" for fit, why in untrusted)

@@ -67,6 +67,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import math
 import pickle
 import threading
@@ -93,7 +94,7 @@ from ..pmx.study import (
     prepare_study,
 )
 from ..rounding import round_significant
-from .checks import CHECK_QUESTIONS, _untrusted_fits, release_checks
+from .checks import CHECK_QUESTIONS, _released_moves, _untrusted_fits, release_checks
 from .design import dose_changed_patients, scheduled_visits
 from .influence import (
     MAX_LEFT_OUT_SHARE,
@@ -447,7 +448,7 @@ class _Round:
     pd: dict[str, PdFit]
     moves: pd.DataFrame
     unconverged_refits: dict[str, int]
-    unconverged_pk_refits: int = 0
+    unconverged_pk_refits: tuple = ()
 
 
 def _influence_rounds(
@@ -527,15 +528,12 @@ def _influence_round(
     without_eta = pk is not None and len(pk.random) < len(pk.model.parameters)
     correlated = pk is not None and pk.correlated is not None
     kinds += ("correlation",) if correlated else ()
-    unconverged_pk_refits = 0
+    unconverged_pk_refits = ()
     if pk is not None and (residual_readings or pk.effect_terms or without_eta or correlated):
-        jackknife, unconverged = jackknife_moves(
+        jackknife, unconverged_pk_refits = jackknife_moves(
             subset, pk, pk_label=pk_label, exact_from=review / 2, kinds=kinds, se_bar=(review, fail)
         )
         moves = moves.join(jackknife)
-        # A refit that stopped short may understate its patient's pull; a reading past the
-        # fail bar fails whatever the refit would have reached.
-        unconverged_pk_refits = int((jackknife.loc[list(unconverged)].max(axis=1) < fail).sum())
     pd_fits = _fit_pd(subset, min_arm_patients)
     unconverged_refits = {}
     for name, model in pd_fits.items():
@@ -1206,7 +1204,9 @@ def fit_status(fit: ModelFit) -> str:
 def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
     """ "converged", or what makes the PK fit or the fit of a released PD model untrustworthy
     (the fits whose readings P5 judges): the PK fit's diagnostics as it reports them."""
-    found = _untrusted_fits(fit.pk, fit.pd, fit.privacy, fingerprint.pd)
+    released = json.loads(fingerprint.to_json())
+    moves = _released_moves(released, fit.study.pk_endpoint, fit.privacy)
+    found = _untrusted_fits(fit.pk, fit.pd, fit.privacy, fingerprint.pd, moves)
     reported = fit.pk is not None and fit.pk.diagnostics
     return (
         "; ".join(why if what == "PK" and reported else f"{what} {why}" for what, why in found)

@@ -215,9 +215,13 @@ def jackknife_moves(
         (``"<pk_label>: <label> effect"``) and per typical value without a random effect
         (``"<pk_label>: <name> typical value"``), and a correlated pair's
         ``"<pk_label>: cl,v correlation"``; empty of columns where the covariance step
-        failed. ``unconverged``: the source IDs of the patients whose exact refit (each from
-        ``pk``'s estimates, with its covariate terms pinned: the references and levels ``pk``
-        read, not read again from the other patients) did not converge.
+        failed; an effect that the other patients leave without variation (a level the
+        patient alone holds) is the patient's alone, and reads ``inf``. ``unconverged``: the
+        source IDs of the patients whose exact refit (each from ``pk``'s estimates, with its
+        covariate terms pinned: the references and levels ``pk`` read, not read again from
+        the other patients) did not converge: its ``converged`` is False, because the
+        optimizer stopped short, an estimate sits at a bound of its search, or its covariance
+        step failed.
     """
     if not isinstance(pk, PopulationFit):
         raise TypeError(f"pk must be a PopulationFit, got {type(pk).__name__}")
@@ -254,7 +258,13 @@ def jackknife_moves(
     moves = pd.DataFrame(read(100 * np.abs(signed) * scale), index=pk.eta.index, columns=columns)
     base = _estimated_scale(pk, keys)
     unconverged = []
-    for i in np.flatnonzero((moves.to_numpy() >= exact_from).any(axis=1)):
+    alone = _terms_held_alone(study, pk) if "effect" in kinds else np.zeros((len(moves), 0))
+    for i in np.flatnonzero((moves.to_numpy() >= exact_from).any(axis=1) | alone.any(axis=1)):
+        if alone[i].any():
+            # Without the patient the effect has no variation to be estimated from.
+            labels = [t.label for t, held in zip(pk.effect_terms, alone[i], strict=True) if held]
+            moves.loc[moves.index[i], [f"{pk_label}: {label} effect" for label in labels]] = np.inf
+            continue
         without = study.subset(np.arange(study.n_patients) != i)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitWarning)
@@ -271,6 +281,19 @@ def jackknife_moves(
         if not refit.converged:
             unconverged.append(moves.index[i])
     return JackknifeMoves(moves, tuple(unconverged))
+
+
+def _terms_held_alone(study: StudyEvents, pk: PopulationFit) -> np.ndarray:
+    """``(patients, effects)``: whether the other patients leave the effect's design
+    constant (a level held by this patient alone), so that the patient alone sets it."""
+    held = np.zeros((study.n_patients, len(pk.effect_terms)), dtype=bool)
+    for j, term in enumerate(pk.effect_terms):
+        values, owners, counts = np.unique(
+            term.design(study.covariates), return_inverse=True, return_counts=True
+        )
+        # Constant without patient i: one value only, or two with patient i alone at one.
+        held[:, j] = True if values.size == 1 else (values.size == 2) & (counts[owners] == 1)
+    return held
 
 
 def _others_jackknife_se(values: np.ndarray) -> np.ndarray:
@@ -400,9 +423,10 @@ def pd_influence_moves(
 
 def _residual_move(fit: PdFit, refits: pd.DataFrame, review: float, fail: float) -> np.ndarray:
     """Each patient's move of a PD model's residual SD, in hundredths of its log, held to the
-    SE bar of the other patients' refits."""
-    change = np.abs(np.log(refits["residual"].to_numpy(float) / fit.residual))
-    se = _others_jackknife_se(np.log(refits["residual"].to_numpy(float))[:, np.newaxis])[:, 0]
+    SE bar of the other patients' refits (finite: :func:`_check_refit_columns`)."""
+    logs = np.log(refits["residual"].to_numpy(float))
+    change = np.abs(logs - np.log(fit.residual))
+    se = _others_jackknife_se(logs[:, np.newaxis])[:, 0]
     z = np.divide(change, se, out=np.full_like(change, np.inf), where=se > 0)
     return se_barred(100 * change, z, review, fail)
 
@@ -545,10 +569,11 @@ class PrivacyReport:
         For each PD endpoint some of whose leave-one-out refits (last round) did not converge,
         how many did not: their moves may understate those patients' influence, so that the
         checks do not pass them.
-    unconverged_pk_refits : int
-        The same for the PK fit's exact leave-one-out refits (:func:`jackknife_moves`),
-        counting only those whose reading stays below ``fail``: a refit stopped at a bound of
-        its search understates the move it reads, so a reading past ``fail`` already fails.
+    unconverged_pk_refits : tuple
+        The source IDs of the patients whose exact leave-one-out refit of the PK fit
+        (:func:`jackknife_moves`, last round) did not converge. P5 counts those whose moves
+        of released estimates stay below ``fail``: a refit stopped short (or at a bound of its
+        search) may understate the move it reads, and one past ``fail`` fails already.
     """
 
     left_out: LeftOut
@@ -558,7 +583,7 @@ class PrivacyReport:
     review: float
     fail: float
     unconverged_refits: dict = field(default_factory=dict)
-    unconverged_pk_refits: int = 0
+    unconverged_pk_refits: tuple = ()
 
     @property
     def largest(self) -> pd.Series:

@@ -61,6 +61,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import opendp.prelude as dp
@@ -178,8 +179,8 @@ class SubsetEstimates(Mapping):
 
     Attributes
     ----------
-    estimates : dict of str to numpy.ndarray
-        By estimate, one value per group.
+    estimates : mapping of str to numpy.ndarray
+        By estimate, one value per group (read-only, as the arrays are).
     subsets : int
         The number of groups.
     fit_digest : str
@@ -187,7 +188,7 @@ class SubsetEstimates(Mapping):
         is refused for any other fit, whose groups these are not.
     """
 
-    estimates: dict[str, np.ndarray]
+    estimates: Mapping[str, np.ndarray]
     subsets: int
     fit_digest: str
 
@@ -202,14 +203,20 @@ class SubsetEstimates(Mapping):
 
 
 def _fit_digest(fit: ModelFit) -> str:
-    """SHA-256 of what ties group fits to one fit: its patients, in order, and its PK
-    estimates (another fit of the same patients differs in them)."""
-    pk = fit.pk
+    """SHA-256 of what ties group fits to one fit: its patients in order, their covariates
+    and observations (the groups' summaries and fits come from them), and its model and PK
+    estimates (another fit of the same patients differs in them). A guard against passing
+    another fit's groups by mistake, not against a forger."""
+    pk, study = fit.pk, fit.study
+    tables = (study.covariates, study.observations, study.doses)
     parts = [
-        "\x1f".join(map(str, fit.study.ids)),
+        "\x1f".join(map(str, study.ids)),
+        *(pd.util.hash_pandas_object(table).to_numpy().tobytes().hex() for table in tables),
         repr(pk.model),
         pk.error,
-        *(getattr(pk, kind).to_json() for kind in ("typical", "omega", "residual")),
+        repr(tuple(pk.random)),
+        *(getattr(pk, kind).to_json() for kind in ("typical", "omega", "residual", "effects")),
+        pk.correlation.to_json(),
     ]
     return hashlib.sha256("\x1e".join(parts).encode()).hexdigest()
 
@@ -252,9 +259,10 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> SubsetEstimates:
             estimates[f"covariate {name} sdlog"] = sdlog
         for name, value in estimates.items():
             values.setdefault(name, []).append(value)
-    return SubsetEstimates(
-        {name: np.array(v, dtype=float) for name, v in values.items()}, subsets, _fit_digest(fit)
-    )
+    arrays = {name: np.array(v, dtype=float) for name, v in values.items()}
+    for array in arrays.values():
+        array.setflags(write=False)
+    return SubsetEstimates(MappingProxyType(arrays), subsets, _fit_digest(fit))
 
 
 def _refuse_unprivatised(fit: ModelFit) -> None:

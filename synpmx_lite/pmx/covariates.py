@@ -101,20 +101,23 @@ def parse_effects(
         ``effects`` is not a sequence of strings; a formula that does not parse, names a
         parameter the model lacks or a covariate the roles lack, repeats another, gives a
         reference to a categorical covariate or one that is not positive; a covariate
-        without variation (one level, or one value).
+        without variation (one level, or one value); a pinned term naming a parameter or
+        column these lack, repeated (or given as a formula too), or whose design does not
+        vary among these patients.
     """
     if isinstance(effects, str) or not isinstance(effects, (tuple, list)):
         raise TypeError(
             f"effects must be a sequence of formulas such as ('cl ~ wt/70',), got {effects!r}"
         )
     parsed: list[CovariateEffect] = []
-    seen = set()
+    seen, pinned = set(), set()  # (parameter, covariate) of the formulas and the pinned terms
     for formula in effects:
         if isinstance(formula, CovariateEffect):
-            parsed.append(_pinned(formula, covariates, parameters, parsed))
+            parsed.append(_pinned(formula, covariates, parameters, parsed, seen))
+            pinned.add((formula.parameter, formula.covariate))
             continue
         parameter, covariate, reference = _parts(formula, covariates, parameters)
-        if (parameter, covariate) in seen:
+        if (parameter, covariate) in seen | pinned:
             raise ValueError(f"effects repeat {parameter} ~ {covariate}")
         seen.add((parameter, covariate))
         values = covariates[covariate]
@@ -127,10 +130,11 @@ def parse_effects(
 
 
 def _pinned(
-    term: CovariateEffect, covariates: pd.DataFrame, parameters: tuple, parsed: list
+    term: CovariateEffect, covariates: pd.DataFrame, parameters: tuple, parsed: list, seen: set
 ) -> CovariateEffect:
     """A fit's term, checked against these covariates: its parameter and column exist, it is
-    not repeated, and its design can be read (a positive value, for a power)."""
+    not repeated (nor its pair given by a formula, ``seen``), and its design can be read (a
+    positive value, for a power) and varies among these patients."""
     if term.parameter not in parameters:
         raise ValueError(
             f"effects: {term.label!r} scales {term.parameter!r}, not one of {list(parameters)}"
@@ -140,9 +144,15 @@ def _pinned(
             f"effects: {term.label!r} names {term.covariate!r}, not one of the roles' covariates "
             f"{list(covariates.columns)}"
         )
-    if any(term.label == other.label for other in parsed):
+    if any(term.label == other.label for other in parsed) or (
+        (term.parameter, term.covariate) in seen
+    ):
         raise ValueError(f"effects repeat {term.label!r}")
-    term.design(covariates)
+    if np.ptp(term.design(covariates)) == 0:
+        raise ValueError(
+            f"effects: {term.label!r} does not vary among these patients (no patient, or every "
+            f"patient, at its level or reference): they cannot estimate it"
+        )
     return term
 
 

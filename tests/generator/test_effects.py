@@ -173,6 +173,25 @@ def test_exact_refits_keep_the_fits_references_and_levels(monkeypatch):
     assert all(r.effect_terms == fit.effect_terms for r in refits)
 
 
+def test_a_level_held_by_one_patient_alone_is_read_as_that_patients_alone():
+    # Found in review: under pinned terms, leaving out the one patient at a level left its
+    # coefficient at the fit's value (a move of 0) though that patient alone sets it.
+    data, roles = weight_data(n=14, seed=8)
+    data.loc[data["ID"] == 101, "SEX"] = "X"
+    study = prepare_study(data, roles)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_population(study, error="proportional", effects=("cl ~ SEX",))
+    column = "DV: cl ~ SEX[X] effect"
+    read = jackknife_moves(study, fit, pk_label="DV", exact_from=np.inf)
+    assert read.moves.loc[101, column] == np.inf
+    assert np.isfinite(read.moves.drop(index=101)[column]).all()
+    # A refit cannot be given that term: the others do not vary at its level.
+    others = study.subset(study.ids != 101)
+    with pytest.raises(ValueError, match=r"'cl ~ SEX\[X\]' does not vary among these patients"):
+        parse_effects(fit.effect_terms, others.covariates, (), ("cl", "v"))
+
+
 def test_a_fits_terms_are_checked_against_the_patients_they_are_refitted_to():
     study = prepare_study(*weight_data(n=14, seed=8))
     fit = fit_population(study, error="proportional", effects=("cl ~ WT", "cl ~ SEX"))
@@ -181,6 +200,10 @@ def test_a_fits_terms_are_checked_against_the_patients_they_are_refitted_to():
         parse_effects(fit.effect_terms, covariates, (), ("cl", "v", "ka"))
     with pytest.raises(ValueError, match="effects repeat 'cl ~ WT'"):
         parse_effects(fit.effect_terms[:1] * 2, study.covariates, (), ("cl", "v", "ka"))
+    # A pinned term beside a formula for the same parameter and covariate, either way round.
+    for mixed in [(*fit.effect_terms[:1], "cl ~ WT/70"), ("cl ~ WT/70", *fit.effect_terms[:1])]:
+        with pytest.raises(ValueError, match="effects repeat"):
+            parse_effects(mixed, study.covariates, (), ("cl", "v", "ka"))
     assert parse_effects(fit.effect_terms, study.covariates, (), ("cl", "v", "ka")) == (
         fit.effect_terms
     )

@@ -99,3 +99,18 @@ def test_a_pd_models_residual_error_is_read_and_p5_judges_it(warfarin_fit):
     p5 = model_privacy_checks(dataclasses.replace(warfarin_fit, privacy=privacy))
     p5 = p5.set_index("check").loc["P5"]
     assert p5["verdict"] == "FAIL" and "largest: pca: residual error" in p5["result"]
+
+
+def test_p5_counts_an_unconverged_refit_by_the_estimates_the_release_holds(warfarin_fit):
+    # Found in review: a refit that did not converge was let off when its patient's reading
+    # passed the fail bar in a column the release does not hold.
+    patient = warfarin_fit.privacy.moves.index[0]
+    moves = warfarin_fit.privacy.moves.assign(**{"withheld summary": 0.0})
+    moves.loc[patient, "withheld summary"] = 100.0
+    privacy = dataclasses.replace(
+        warfarin_fit.privacy, moves=moves, unconverged_pk_refits=(patient,)
+    )
+    p5 = model_privacy_checks(dataclasses.replace(warfarin_fit, privacy=privacy))
+    p5 = p5.set_index("check").loc["P5"]
+    assert p5["verdict"] == "review"
+    assert "PK (1 exact leave-one-out refits not converged)" in p5["result"]

@@ -10,13 +10,13 @@ import opendp.prelude as dp
 import pandas as pd
 import pytest
 
+from synpmx_lite.generator import private_release
 from synpmx_lite.generator.estimate import (
     model_fingerprint,
     model_privacy_checks,
     synpmx_model_estimate,
 )
 from synpmx_lite.generator.generate import synpmx_model_generate
-from synpmx_lite.generator import private_release
 from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
     NOT_COVERED,
@@ -84,8 +84,15 @@ def test_a_split_that_composes_past_epsilon_is_refused(fit, groups, monkeypatch)
     # Without the margin the even split composes to 2.000000000000001 on theo_sd: the
     # release refuses to state an epsilon its composition exceeds.
     monkeypatch.setattr(private_release, "_SPLIT_MARGIN", 0.0)
-    with pytest.raises(RuntimeError, match="OpenDP composes the split to 2.000000000000001"):
+    with pytest.raises(RuntimeError, match=r"OpenDP composes the split to 2\.000000000000001"):
         private_fingerprint(fit, epsilon=EPSILON, groups=groups)
+
+
+def test_the_group_fits_cannot_be_edited_in_place(groups):
+    with pytest.raises(TypeError):
+        groups.estimates["typical cl"] = np.ones(2)
+    with pytest.raises(ValueError, match="read-only"):
+        groups["typical cl"][0] = 1.0
 
 
 def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups, doubled):
