@@ -141,6 +141,7 @@ PUBLISHED_ENROLMENT: dict[str, int] = {
     "warfarin": 32,  # O'Reilly & Aggeler 1968, as in nlmixr2data
     "theo_sd": 12,  # Boeckmann, Sheiner & Beal, NONMEM Users Guide
     "theo_md": 12,
+    "pheno_sd": 59,  # Grasela & Donn 1985, as in nlmixr2data
     "mavoglurant": 120,  # Wendling et al. 2016
     "mad_sim": 60,  # four cohorts of 15 (pmx.simulated_designs)
     "pkpd_sim": 180,  # three arms of 60
