@@ -326,8 +326,9 @@ def test_the_groups_come_from_the_published_enrolment_not_the_cohort(monkeypatch
     monkeypatch.setattr(frontier, "load_dataset", refuse)
     assert published_groups("warfarin") == 3
     assert published_groups("theo_sd") == 2
+    assert published_groups("pheno_sd") == 5
     with pytest.raises(ValueError, match="published enrolment"):
-        published_groups("pheno_sd")
+        published_groups("nimoData")
 
 
 def test_the_frontier_draws_a_bound_as_a_floor_and_clips_its_band():
