@@ -21,6 +21,7 @@ which prints how long each study took.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import warnings
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_count, check_real
-from ..generator.checks import _untrusted_fits
+from ..generator.checks import _released_moves, _untrusted_fits
 from ..generator.estimate import ModelFit, model_fingerprint, synpmx_model_estimate
 from ..pmx.population import FitWarning, empirical_bayes_estimates
 from ..pmx.study import StudyEvents, load_dataset, prepare_study
@@ -181,11 +182,16 @@ def _influence(whole: ModelFit, study: StudyEvents) -> np.ndarray:
     return pk.reindex(study.ids).fillna(np.inf).to_numpy(dtype=float)
 
 
+def _pk_untrusted(fit: ModelFit) -> bool:
+    """Whether P5 would not trust the PK fit's readings (its diagnostics, or exact refits
+    that did not converge below the fail bar on the released estimates)."""
+    released = json.loads(model_fingerprint(fit).to_json())
+    moves = _released_moves(released, fit.study.pk_endpoint, fit.privacy)
+    return any(name == "PK" for name, _ in _untrusted_fits(fit.pk, fit.pd, fit.privacy, (), moves))
+
+
 def _trust(fits: list[ModelFit]) -> dict[str, np.ndarray]:
-    untrusted = [
-        any(fit_name == "PK" for fit_name, _ in _untrusted_fits(f.pk, f.pd, f.privacy, ()))
-        for f in fits
-    ]
+    untrusted = [_pk_untrusted(f) for f in fits]
     return {
         "converged": np.array([f.pk.converged for f in fits]),
         "diagnosed": np.array([bool(f.pk.diagnostics) for f in fits]),
