@@ -15,8 +15,8 @@ out of the total.
 
 Run from the repository's root::
 
-    PYTHONPATH=$PWD /work/venv/bin/python benchmarks/bench_generator.py [--sizes 100 400]
-    PYTHONPATH=$PWD /work/venv/bin/python benchmarks/bench_generator.py --random cl
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_generator.py [--sizes 100 400]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_generator.py --random cl
 
 ``--random cl`` fits a random effect on CL only: V is then a typical value without one,
 whose moves the influence readings take from the infinitesimal jackknife (and exact refits
