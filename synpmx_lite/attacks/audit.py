@@ -197,8 +197,11 @@ def trusted_replicates(
 def fault_kinds(arrays: dict) -> list[tuple[str, ...]]:
     """The kinds of each shadow fit's diagnostics (:data:`FAULT_KINDS`), in the order reported.
 
-    A fit flagged without any diagnostic reads ``("not converged",)``; shadow releases stored
-    without the diagnostics' text read ``("not recorded",)`` for every flagged fit.
+    A fit flagged without any diagnostic reads ``("leave-one-out refit not converged",)``
+    where the fit itself converged (P5 distrusts it for exact leave-one-out refits that did
+    not, :attr:`~synpmx_lite.generator.influence.PrivacyReport.unconverged_pk_refits`), and
+    ``("not converged",)`` otherwise; shadow releases stored without the diagnostics' text read
+    ``("not recorded",)`` for every flagged fit.
     """
     flagged = _flagged(arrays)
     texts = arrays.get("diagnostics")
@@ -208,7 +211,12 @@ def fault_kinds(arrays: dict) -> list[tuple[str, ...]]:
             kinds.append(("not recorded",) if bad else ())
             continue
         found = [_fault_kind(message) for message in str(texts[row]).split("\n") if message]
-        kinds.append(tuple(found) or (("not converged",) if bad else ()))
+        unexplained = (
+            "leave-one-out refit not converged"
+            if arrays["converged"][row] and not arrays["diagnosed"][row]
+            else "not converged"
+        )
+        kinds.append(tuple(found) or ((unexplained,) if bad else ()))
     return kinds
 
 

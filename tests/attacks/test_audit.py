@@ -312,6 +312,19 @@ def test_fits_flagged_for_the_residual_error_alone_are_told_apart():
     assert fault_kinds(arrays)[:4] == [("not recorded",)] * 3 + [()]
 
 
+def test_a_converged_fit_flagged_for_its_leave_one_out_refits_is_told_so():
+    arrays = simulated_shadows(4)
+    arrays["diagnostics"] = arrays["diagnostics"].astype("<U200")
+    arrays["diagnostics"][:3] = ""
+    arrays["untrusted"][:2] = True
+    arrays["converged"][1] = False  # flagged by its own search too, with no message kept
+    assert fault_kinds(arrays)[:3] == [
+        ("leave-one-out refit not converged",),
+        ("not converged",),
+        (),
+    ]
+
+
 def test_untrusted_and_degenerate_fits_are_counted_and_left_out():
     arrays = simulated_shadows(4)
     arrays["converged"][0] = False
