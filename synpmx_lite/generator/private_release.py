@@ -192,6 +192,17 @@ class SubsetEstimates(Mapping):
     subsets: int
     fit_digest: str
 
+    def __post_init__(self) -> None:
+        frozen = {}
+        for name, values in self.estimates.items():
+            frozen[name] = np.array(values, dtype=float)
+            frozen[name].setflags(write=False)
+        object.__setattr__(self, "estimates", MappingProxyType(frozen))
+
+    def __reduce__(self):
+        # A mapping proxy cannot be pickled (or deep-copied); its dict can.
+        return type(self), (dict(self.estimates), self.subsets, self.fit_digest)
+
     def __getitem__(self, name: str) -> np.ndarray:
         return self.estimates[name]
 
@@ -259,10 +270,7 @@ def subset_estimates(fit: ModelFit, *, subsets: int) -> SubsetEstimates:
             estimates[f"covariate {name} sdlog"] = sdlog
         for name, value in estimates.items():
             values.setdefault(name, []).append(value)
-    arrays = {name: np.array(v, dtype=float) for name, v in values.items()}
-    for array in arrays.values():
-        array.setflags(write=False)
-    return SubsetEstimates(MappingProxyType(arrays), subsets, _fit_digest(fit))
+    return SubsetEstimates(values, subsets, _fit_digest(fit))
 
 
 def _refuse_unprivatised(fit: ModelFit) -> None:

@@ -1,8 +1,10 @@
 """The differentially private release: OpenDP's certified scales, the budget, the ranges."""
 
+import copy
 import dataclasses
 import json
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -21,6 +23,7 @@ from synpmx_lite.generator.private_release import (
     DEFAULT_RANGES,
     NOT_COVERED,
     PrivateRelease,
+    SubsetEstimates,
     _builders,
     _cohort_labels,
     _group,
@@ -88,11 +91,28 @@ def test_a_split_that_composes_past_epsilon_is_refused(fit, groups, monkeypatch)
         private_fingerprint(fit, epsilon=EPSILON, groups=groups)
 
 
-def test_the_group_fits_cannot_be_edited_in_place(groups):
+def test_the_group_fits_cannot_be_edited_in_place_and_survive_a_copy(groups):
     with pytest.raises(TypeError):
         groups.estimates["typical cl"] = np.ones(2)
     with pytest.raises(ValueError, match="read-only"):
         groups["typical cl"][0] = 1.0
+    made = SubsetEstimates({"typical cl": [1.0, 2.0]}, 2, "digest")  # however they are made
+    with pytest.raises(ValueError, match="read-only"):
+        made["typical cl"][0] = 3.0
+    for copied in (pickle.loads(pickle.dumps(groups)), copy.deepcopy(groups)):
+        assert copied.fit_digest == groups.fit_digest and copied.subsets == groups.subsets
+        assert all(np.array_equal(copied[k], groups[k], equal_nan=True) for k in groups)
+
+
+def test_groups_are_tied_to_the_covariates_the_fit_read(fit, groups):
+    # The same patients, concentrations and PK estimates, one patient's weight changed: the
+    # groups' covariate summaries are not this fit's.
+    data, roles = load_dataset("theo_sd")
+    first = data[roles.id] == data[roles.id].iloc[0]
+    heavier = _estimate(data.assign(WT=data["WT"].where(~first, data["WT"] + 10)), roles)
+    assert heavier.pk.typical.equals(fit.pk.typical)
+    with pytest.raises(ValueError, match="made by subset_estimates for another fit"):
+        private_fingerprint(heavier, epsilon=1.0, groups=groups)
 
 
 def test_groups_not_as_subset_estimates_makes_them_are_refused(fit, groups, doubled):
