@@ -58,6 +58,7 @@ from .membership_generator import _mean_standard_error, _replicate_terms
 
 __all__ = [
     "AUDIT_ATTACKS",
+    "AUDIT_CONFIDENCE",
     "AUDIT_RATES",
     "AUDIT_SEED",
     "BLOCKS",
@@ -110,7 +111,9 @@ RESAMPLES = 100
 #: Patient resamples behind the exposed group's intervals (:func:`exposed_rates`).
 PATIENT_RESAMPLES = 1000
 _SHRINK = 0.1  # share of the pooled covariance moved to its diagonal
-_CONFIDENCE = 0.95
+#: Confidence of the audit's intervals and epsilon lower bounds (a release's bound holds at it
+#: jointly over :data:`AUDIT_ATTACKS`, each attack's at the Bonferroni share).
+AUDIT_CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -392,7 +395,7 @@ def _bootstrap_se(values: np.ndarray, replicates: int) -> float:
 
 def _resampled_columns(resampled: np.ndarray, replicates: int) -> dict[str, float]:
     """The bootstrap SE of the AUC and the 95 % bootstrap bounds of each rate."""
-    tail = 100 * (1 - _CONFIDENCE) / 2
+    tail = 100 * (1 - AUDIT_CONFIDENCE) / 2
     row = {"auc_se": _bootstrap_se(resampled[:, 0], replicates)}
     for column, rate in enumerate(AUDIT_RATES, start=1):
         low, high = np.percentile(resampled[:, column], [tail, 100 - tail])
@@ -401,7 +404,7 @@ def _resampled_columns(resampled: np.ndarray, replicates: int) -> dict[str, floa
     return row
 
 
-def resampled_epsilon(resampled: np.ndarray, *, confidence: float = _CONFIDENCE) -> float:
+def resampled_epsilon(resampled: np.ndarray, *, confidence: float = AUDIT_CONFIDENCE) -> float:
     r"""The epsilon lower bound from one attack's bootstrap resamples.
 
     The bound of :func:`epsilon_lower_bound` with the lower ``(1 - confidence) / 2`` point of
@@ -454,7 +457,7 @@ def release_epsilon_bound(audit: Audit) -> pd.Series:
     """
     if not isinstance(audit, Audit):
         raise TypeError(f"audit must be an Audit (audit_shadows), not {type(audit).__name__}")
-    confidence = 1 - (1 - _CONFIDENCE) / len(AUDIT_ATTACKS)
+    confidence = 1 - (1 - AUDIT_CONFIDENCE) / len(AUDIT_ATTACKS)
     bounds = {
         name: resampled_epsilon(values, confidence=confidence)
         for name, values in audit.resampled.items()
@@ -553,7 +556,7 @@ def _clopper_pearson(k: int, total: int) -> tuple[float, float]:
     The quantiles are the inverse regularised incomplete beta function, the very values
     ``scipy.stats.beta.ppf`` returns, without its argument checks: the epsilon bound's
     threshold search calls this thousands of times."""
-    tail = (1 - _CONFIDENCE) / 2
+    tail = (1 - AUDIT_CONFIDENCE) / 2
     low = special.betaincinv(k, total - k + 1, tail) if k > 0 else 0.0
     high = special.betaincinv(k + 1, total - k, 1 - tail) if k < total else 1.0
     return float(low), float(high)
@@ -785,7 +788,7 @@ def _pair_wins(scores: np.ndarray, member: np.ndarray) -> np.ndarray:
 
 def _percentile_bounds(name: str, values: np.ndarray) -> dict[str, float]:
     """The middle 95 % of ``values`` over resamples (those defined), as ``name_patients_*``."""
-    tail = 100 * (1 - _CONFIDENCE) / 2
+    tail = 100 * (1 - AUDIT_CONFIDENCE) / 2
     low, high = np.nanpercentile(values, [tail, 100 - tail])
     return {f"{name}_patients_low": float(low), f"{name}_patients_high": float(high)}
 

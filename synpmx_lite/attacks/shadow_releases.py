@@ -21,7 +21,6 @@ which prints how long each study took.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import warnings
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_count, check_real
-from ..generator.checks import _released_moves, _untrusted_fits
+from ..generator.checks import _release_untrusted_fits, read_release
 from ..generator.estimate import ModelFit, model_fingerprint, synpmx_model_estimate
 from ..pmx.population import FitWarning, empirical_bayes_estimates
 from ..pmx.study import StudyEvents, load_dataset, prepare_study
@@ -185,9 +184,9 @@ def _influence(whole: ModelFit, study: StudyEvents) -> np.ndarray:
 def _pk_untrusted(fit: ModelFit) -> bool:
     """Whether P5 would not trust the PK fit's readings (its diagnostics, or exact refits
     that did not converge below the fail bar on the released estimates)."""
-    released = json.loads(model_fingerprint(fit).to_json())
-    moves = _released_moves(released, fit.study.pk_endpoint, fit.privacy)
-    return any(name == "PK" for name, _ in _untrusted_fits(fit.pk, fit.pd, fit.privacy, (), moves))
+    released, _ = read_release(model_fingerprint(fit))
+    found = _release_untrusted_fits(fit.pk, fit.pd, fit.privacy, released, fit.study.pk_endpoint)
+    return any(name == "PK" for name, _ in found)
 
 
 def _trust(fits: list[ModelFit]) -> dict[str, np.ndarray]:

@@ -1646,10 +1646,18 @@ def _effect_columns(columns: pd.Index, released: dict, endpoint: str) -> list[st
     ]
 
 
-def _released_moves(released: dict, endpoint: str | None, privacy: PrivacyReport) -> pd.DataFrame:
-    """The columns of ``privacy.moves`` that read an estimate the release holds (all of them
-    where none does): a withheld covariate summary moves nothing released."""
-    shown = _shown_columns(released, endpoint, privacy)
+def _release_untrusted_fits(
+    pk: PopulationFit | None, pd_fits: dict, privacy: PrivacyReport, released: dict, endpoint
+) -> list[tuple[str, str]]:
+    """:func:`_untrusted_fits` for the release ``released`` (its JSON's dict), as P5 judges
+    it: by the moves of the estimates it holds."""
+    moves = _moves_of(privacy, _shown_columns(released, endpoint, privacy))
+    return _untrusted_fits(pk, pd_fits, privacy, as_mapping(released.get("pd")), moves)
+
+
+def _moves_of(privacy: PrivacyReport, shown: list[str]) -> pd.DataFrame:
+    """The columns of ``privacy.moves`` among ``shown`` (all of them where none is): a
+    withheld covariate summary moves nothing released."""
     return privacy.moves[[c for c in privacy.moves.columns if c in shown] or privacy.moves.columns]
 
 
@@ -1677,7 +1685,7 @@ def _p5(
 ) -> tuple[str, str, list[str]]:
     endpoint = source.study.pk_endpoint
     shown = _shown_columns(released, endpoint, privacy)
-    moves = _released_moves(released, endpoint, privacy)
+    moves = _moves_of(privacy, shown)
     largest = moves.max(axis=0)
     if largest.empty:
         value, result = 0.0, "no estimate released"

@@ -67,7 +67,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import json
 import math
 import pickle
 import threading
@@ -94,7 +93,7 @@ from ..pmx.study import (
     prepare_study,
 )
 from ..rounding import round_significant
-from .checks import CHECK_QUESTIONS, _released_moves, _untrusted_fits, release_checks
+from .checks import CHECK_QUESTIONS, _release_untrusted_fits, read_release, release_checks
 from .design import dose_changed_patients, scheduled_visits
 from .influence import (
     MAX_LEFT_OUT_SHARE,
@@ -1204,9 +1203,8 @@ def fit_status(fit: ModelFit) -> str:
 def _fit_status(fit: ModelFit, fingerprint: Fingerprint) -> str:
     """ "converged", or what makes the PK fit or the fit of a released PD model untrustworthy
     (the fits whose readings P5 judges): the PK fit's diagnostics as it reports them."""
-    released = json.loads(fingerprint.to_json())
-    moves = _released_moves(released, fit.study.pk_endpoint, fit.privacy)
-    found = _untrusted_fits(fit.pk, fit.pd, fit.privacy, fingerprint.pd, moves)
+    released, _ = read_release(fingerprint)
+    found = _release_untrusted_fits(fit.pk, fit.pd, fit.privacy, released, fit.study.pk_endpoint)
     reported = fit.pk is not None and fit.pk.diagnostics
     return (
         "; ".join(why if what == "PK" and reported else f"{what} {why}" for what, why in found)

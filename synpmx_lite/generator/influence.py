@@ -291,8 +291,8 @@ def _terms_held_alone(study: StudyEvents, pk: PopulationFit) -> np.ndarray:
         values, owners, counts = np.unique(
             term.design(study.covariates), return_inverse=True, return_counts=True
         )
-        # Constant without patient i: one value only, or two with patient i alone at one.
-        held[:, j] = True if values.size == 1 else (values.size == 2) & (counts[owners] == 1)
+        # Constant without patient i: two values, patient i alone at one (a fitted term varies).
+        held[:, j] = (values.size == 2) & (counts[owners] == 1)
     return held
 
 

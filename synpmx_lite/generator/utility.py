@@ -43,6 +43,7 @@ from .release import Fingerprint, arm_label
 
 __all__ = [
     "PRECISIONS",
+    "REFIT_RANGE",
     "RefitSummary",
     "covariate_summaries",
     "design_rates",
@@ -57,6 +58,10 @@ __all__ = [
     "vpc_bands",
     "vpc_bands_by_arm",
 ]
+
+#: The percentiles of the refits that bound their spread (``low`` and ``high`` of
+#: :class:`RefitSummary`).
+REFIT_RANGE = (2.5, 97.5)
 
 #: The precisions compared: significant figures of the model estimates (None: unrounded).
 PRECISIONS: dict[str, int | None] = {"unrounded": None, "2 figures": 2, "1 figure": 1}
@@ -337,7 +342,7 @@ def refit_summary(refits: pd.DataFrame, source: pd.Series) -> RefitSummary:
             f"and {list(source.index)}"
         )
     values = refits.to_numpy(dtype=float)
-    low, median, high = np.nanpercentile(values, [2.5, 50, 97.5], axis=0)
+    low, median, high = np.nanpercentile(values, [REFIT_RANGE[0], 50, REFIT_RANGE[1]], axis=0)
     table = pd.DataFrame(
         {
             "source": source.to_numpy(),

@@ -45,12 +45,19 @@ from .study import StudyEvents
 # (PopulationFit.residuals), so this one cannot import it back.
 
 __all__ = [
+    "VPC_INTERVAL",
+    "VPC_PERCENTILES",
     "epsilon_shrinkage",
     "fit_residuals",
     "goodness_of_fit_plot",
     "visual_predictive_check",
     "vpc_plot",
 ]
+
+#: The percentiles of a visual predictive check, as quantiles.
+VPC_PERCENTILES = (0.05, 0.5, 0.95)
+#: The quantiles of the simulated studies' percentiles that bound a VPC's intervals.
+VPC_INTERVAL = (0.025, 0.975)
 
 
 def fit_residuals(fit: object, study: StudyEvents) -> pd.DataFrame:
@@ -294,9 +301,10 @@ def visual_predictive_check(
     rows = []
     for b in np.unique(groups):
         inside = groups == b
-        sim = np.quantile(simulated[:, inside], _PERCENTILES, axis=1)  # (3, replicates)
-        spread = np.quantile(sim, (0.025, 0.5, 0.975), axis=1)  # (3 intervals, 3 percentiles)
-        for j, q in enumerate(_PERCENTILES):
+        sim = np.quantile(simulated[:, inside], VPC_PERCENTILES, axis=1)  # (3, replicates)
+        # (3 intervals, 3 percentiles)
+        spread = np.quantile(sim, (VPC_INTERVAL[0], 0.5, VPC_INTERVAL[1]), axis=1)
+        for j, q in enumerate(VPC_PERCENTILES):
             rows.append({
                 "bin": int(b), "time": float(np.median(time[inside])), "percentile": 100 * q,
                 "observed": float(np.quantile(observed[inside], q)),
@@ -304,9 +312,6 @@ def visual_predictive_check(
             })  # fmt: skip
     table = pd.DataFrame({"time": time, "bin": groups, "dv": observed})
     return table, pd.DataFrame(rows)
-
-
-_PERCENTILES = (0.05, 0.5, 0.95)
 
 
 def _simulated_studies(

@@ -363,13 +363,13 @@ def test_pk_width_reads_the_study_model():
 def test_clopper_pearson_agrees_with_scipy_binomtest():
     from scipy import stats
 
-    from synpmx_lite.attacks.audit import _CONFIDENCE, _clopper_pearson
+    from synpmx_lite.attacks.audit import AUDIT_CONFIDENCE, _clopper_pearson
 
     for k, total in [(0, 40), (3, 40), (40, 40), (17, 1600)]:
         interval = stats.binomtest(k, total).proportion_ci(0.95, method="exact")
         assert np.allclose(_clopper_pearson(k, total), (interval.low, interval.high))
     # The stored audits were computed with scipy.stats.beta.ppf: the bounds are its values.
-    tail = (1 - _CONFIDENCE) / 2
+    tail = (1 - AUDIT_CONFIDENCE) / 2
     for k, total in [(1, 40), (3, 40), (39, 40), (17, 1600), (800, 1600), (1, 60_000)]:
         low, high = _clopper_pearson(k, total)
         assert low == stats.beta.ppf(tail, k, total - k + 1)
