@@ -34,11 +34,14 @@ determinant lemma and the Sherman-Morrison formula. It needs three sums per pati
 
 **Method.** The objective is a sum over patients, so fits differing only in which patients
 count (the influence screen's leave-one-out refits) are rows of one batch with per-patient
-weights. Every fit, from every start, is a damped Newton iteration on the whole batch at once,
-its gradient and Hessian by central differences of the closed-form objective (at most six
-parameters, evaluated for every row and every difference in one array operation). Estimates
-are on an internal scale: the baseline, the rates, :math:`\omega` and :math:`\sigma` on the
-log scale, time divided by the endpoint's last observation time.
+weights. Given the shape and the ratio :math:`\omega / \sigma`, the baseline and the residual
+variance that minimise the OFV are in closed form (generalised least squares, then the mean
+squared residual), so every fit, from every start, is a damped Newton iteration on the OFV
+profiled over those two, on the whole batch at once: at most four parameters, its gradient
+and Hessian by central differences evaluated for every row and every difference in one array
+operation. Each optimum is then judged on the full OFV, its gradient and Hessian in all the
+parameters. Estimates are on an internal scale: the baseline, the rates, :math:`\omega` and
+:math:`\sigma` on the log scale, time divided by the endpoint's last observation time.
 
 The seed's generator describes the PD shapes only as "a slope, or a plateau and a rate"; the
 ``transient`` and ``nadir`` shapes are this engine's additions, for endpoints that recover.
@@ -182,7 +185,8 @@ def _ofv_terms(shape: str, data: _Data, x: np.ndarray) -> np.ndarray:
     return data.counts * np.log(sigma2) + np.log(lift) + (rr - ratio * hr**2 / lift) / sigma2
 
 
-def _objective(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _blocked(terms, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``terms(x, weights)`` row by row in blocks, infinite where not finite."""
     # In blocks of rows that stay in the CPU's cache: a leave-one-out batch's differences are
     # thousands of rows, and one array of them all is memory-bound, about 7 times slower. Each
     # row's arithmetic is the same in a block as in the whole.
@@ -192,62 +196,111 @@ def _objective(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> n
     with np.errstate(all="ignore"):
         for start in range(0, x.shape[0], rows):
             block = slice(start, start + rows)
-            total[block] = (_ofv_terms(shape, data, x[block]) * weights[block]).sum(axis=-1)
+            total[block] = terms(x[block], weights[block])
     return np.where(np.isfinite(total), total, np.inf)
 
 
+def _objective(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The OFV ``(B,)`` of each row of ``x`` ``(B, k)`` with its patients' ``weights``."""
+
+    def terms(x, w):
+        return (_ofv_terms(shape, data, x) * w).sum(axis=-1)
+
+    return _blocked(terms, data, x, weights)
+
+
+def _profile(shape: str, data: _Data, p: np.ndarray, w: np.ndarray) -> tuple:
+    r"""The OFV ``(B,)`` at profiled points ``p`` ``(B, m + 1)`` (shape parameters, log of
+    omega over sigma), with the baseline and residual variance that minimise it there.
+
+    Given the shape and the ratio :math:`\rho = \omega^2 / \sigma^2`, the OFV is quadratic in
+    the baseline and of the form :math:`N \log\sigma^2 + S / \sigma^2` in the residual
+    variance: both minimise in closed form, :math:`B = a / b` with
+    :math:`a = \sum_i w_i h_i^\top y_i / L_i`, :math:`b = \sum_i w_i h_i^\top h_i / L_i`,
+    :math:`L_i = 1 + \rho\, h_i^\top h_i`, and :math:`\sigma^2 = S / N`.
+    """
+    p = np.clip(p, -1e6, 1e6)
+    h = _shape_batch(shape, p[:, :-1], data.times)[:, data.time_index]
+    rho = np.exp(2 * np.clip(p[:, -1:], -2 * _LOG_BOUND, 2 * _LOG_BOUND))
+    hh = _per_patient(data, h * h)
+    hy = _per_patient(data, h * data.y)
+    lift = 1 + rho * hh
+    a = (w * hy / lift).sum(axis=-1)
+    b = (w * hh / lift).sum(axis=-1)
+    # The residuals at that baseline, not the sums of squares expanded: those cancel to the
+    # last digits of a large number, and the Newton iteration stalls on their noise.
+    r = data.y - (a / b)[:, None] * h
+    rr, hr = _per_patient(data, r * r), _per_patient(data, h * r)
+    counts = (w * data.counts).sum(axis=-1)
+    sigma2 = (w * (rr - rho * hr**2 / lift)).sum(axis=-1) / counts
+    value = counts * (np.log(sigma2) + 1) + (w * np.log(lift)).sum(axis=-1)
+    # The baseline is positive: where the unconstrained one is not, there is no optimum here.
+    return np.where((a > 0) & (sigma2 > 0), value, np.inf), a / b, sigma2
+
+
 def _differences(k: int) -> np.ndarray:
-    """The offsets ``(D, k)`` of the central differences for a gradient and a Hessian."""
+    """The offsets ``(D, k)`` of the central differences: the centre, one and two steps
+    either way along each axis, and the four corners of each pair of axes."""
     eye = np.eye(k)
-    offsets = [np.zeros(k)] + [s * eye[a] for a in range(k) for s in (1, -1)]
+    offsets = [np.zeros(k)]
+    offsets += [s * eye[a] for reach in (1, 2) for a in range(k) for s in (reach, -reach)]
     for a in range(k):
         for b in range(a + 1, k):
             offsets += [sa * eye[a] + sb * eye[b] for sa in (1, -1) for sb in (1, -1)]
     return _STEP * np.array(offsets)
 
 
-def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tuple:
-    """Damped Newton on a batch of fits ``x`` ``(B, k)``.
+def _derivatives(objective, x: np.ndarray, weights: np.ndarray) -> tuple:
+    """The value ``(B,)``, gradient ``(B, k)`` and Hessian ``(B, k, k)`` of ``objective`` at
+    each row of ``x``, by central differences evaluated in one batch."""
+    batch, k = x.shape
+    offsets = _differences(k)
+    points = (x[:, None, :] + offsets[None]).reshape(-1, k)
+    f = objective(points, np.repeat(weights, len(offsets), axis=0)).reshape(batch, -1)
+    centre, f = f[:, 0], f[:, 1:]
+    plus, minus = f[:, 0 : 2 * k : 2], f[:, 1 : 2 * k : 2]
+    far_plus, far_minus = f[:, 2 * k : 4 * k : 2], f[:, 2 * k + 1 : 4 * k : 2]
+    # Richardson's extrapolation of the one- and two-step differences: the gradient's error
+    # falls from the step squared to its fourth power. Along a well-determined estimate the
+    # OFV curves steeply, and the plain difference's error alone could exceed the tolerance.
+    near, far = (plus - minus) / (2 * _STEP), (far_plus - far_minus) / (4 * _STEP)
+    hessian = np.zeros((batch, k, k))
+    hessian[:, np.arange(k), np.arange(k)] = (plus - 2 * centre[:, None] + minus) / _STEP**2
+    corners = f[:, 4 * k :].reshape(batch, -1, 4)
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    for index, (a, b) in enumerate(pairs):
+        pp, pm, mp, mm = corners[:, index].T
+        hessian[:, a, b] = hessian[:, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
+    return centre, (4 * near - far) / 3, hessian
 
-    Returns the optima, their OFVs, gradient norms and the Hessians there (see
+
+def _newton(objective, x: np.ndarray, weights: np.ndarray) -> tuple:
+    """Damped Newton on a batch of fits ``x`` ``(B, k)`` of ``objective(x, weights)``.
+
+    Returns the optima, their values, gradient norms and the Hessians there (see
     :func:`_at_minimum`). A fit stops moving once its gradient vanishes, so its derivatives are
     not evaluated again: each iteration differentiates only the fits still moving.
     """
     x = np.array(x, dtype=float)
     batch, k = x.shape
-    offsets = _differences(k)
-    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     damping = np.full(batch, 1e-3)
-    value = _objective(shape, data, x, weights)
+    value = objective(x, weights)
     gradient = np.zeros((batch, k))
     converged = np.zeros(batch, dtype=bool)
     hessians = np.full((batch, k, k), np.nan)
     for _ in range(_ITERATIONS):
         moving = np.flatnonzero(~converged)
-        points = (x[moving, None, :] + offsets[None]).reshape(-1, k)
-        weights_all = np.repeat(weights[moving], len(offsets), axis=0)
-        f = _objective(shape, data, points, weights_all).reshape(moving.size, -1)
-        centre, f = f[:, 0], f[:, 1:]
-        plus, minus = f[:, 0 : 2 * k : 2], f[:, 1 : 2 * k : 2]
-        gradient[moving] = (plus - minus) / (2 * _STEP)
-        hessian = np.zeros((moving.size, k, k))
-        diagonal = (plus - 2 * centre[:, None] + minus) / _STEP**2
-        hessian[:, np.arange(k), np.arange(k)] = diagonal
-        corners = f[:, 2 * k :].reshape(moving.size, -1, 4)
-        for index, (a, b) in enumerate(pairs):
-            pp, pm, mp, mm = corners[:, index].T
-            hessian[:, a, b] = hessian[:, b, a] = (pp - pm - mp + mm) / (4 * _STEP**2)
+        _, gradient[moving], hessian = _derivatives(objective, x[moving], weights[moving])
         finite = np.isfinite(gradient[moving]).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
         converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < _GRADIENT_TOLERANCE)
         hessians[moving] = hessian
-        hessian = np.where(finite[:, None, None], hessian, np.eye(k))
         stepping = ~converged[moving]
         if not stepping.any():
             break
         rows = moving[stepping]
         step_gradient = np.where(finite[:, None], gradient[moving], 0.0)[stepping]
-        hessian = hessian[stepping]
-        diagonal = diagonal[stepping]
+        hessian = np.where(finite[:, None, None], hessian, np.eye(k))[stepping]
+        diagonal = np.diagonal(hessian, axis1=1, axis2=2)
         # Levenberg-Marquardt: a step on H + lambda (|diag H| + 1) I, lambda adapted per row.
         improved = np.zeros(rows.size, dtype=bool)
         for _ in range(12):
@@ -260,7 +313,7 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
                 step = -step_gradient
             step = step / np.maximum(np.abs(step).max(axis=1, keepdims=True), 1.0)
             trial = x[rows] + step
-            trial_value = _objective(shape, data, trial, weights[rows])
+            trial_value = objective(trial, weights[rows])
             better = (trial_value <= value[rows]) & ~improved
             x[rows] = np.where(better[:, None], trial, x[rows])
             value[rows] = np.where(better, trial_value, value[rows])
@@ -270,6 +323,29 @@ def _newton(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> tupl
                 break
             damping[rows] = np.where(~improved, damping[rows] * 10, damping[rows])
     return x, value, np.abs(gradient).max(axis=1), hessians
+
+
+def _fit_batch(shape: str, data: _Data, starts: np.ndarray, weights: np.ndarray) -> tuple:
+    """Fits ``(B, k)`` from internal starts: Newton on the OFV profiled over the baseline and
+    the residual variance (two coordinates fewer), then the full OFV's gradient norms and
+    Hessians at the optima, by which every fit is judged.
+
+    Returns the optima on the full internal scale, their OFVs, gradient norms and Hessians.
+    """
+    profiled = np.column_stack([starts[:, 1:-2], starts[:, -2] - starts[:, -1]])
+
+    def objective(p, w):
+        return _blocked(lambda q, v: _profile(shape, data, q, v)[0], data, p, w)
+
+    profiled = _newton(objective, profiled, weights)[0]
+    with np.errstate(all="ignore"):
+        _, baseline, sigma2 = _profile(shape, data, profiled, weights)
+        log_sigma = 0.5 * np.log(sigma2)
+        x = np.column_stack(
+            [np.log(baseline), profiled[:, :-1], profiled[:, -1] + log_sigma, log_sigma]
+        )
+    value, gradient, hessian = _derivatives(lambda q, w: _objective(shape, data, q, w), x, weights)
+    return x, value, np.abs(gradient).max(axis=1), hessian
 
 
 def _at_minimum(value: np.ndarray, hessian: np.ndarray) -> np.ndarray:
@@ -490,7 +566,7 @@ def fit_pd_endpoint(
     rows, fits = [], {}
     for shape in shapes:
         starts = _starts(shape, data)
-        x, value, gradient, hessian = _newton(
+        x, value, gradient, hessian = _fit_batch(
             shape, data, starts, np.repeat(weights, len(starts), 0)
         )
         best = int(np.argmin(value))
@@ -565,7 +641,7 @@ def pd_loo_refits(fit: PdFit) -> pd.DataFrame:
         raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
     n = fit.n_patients
     weights = 1.0 - np.eye(n)
-    x, value, gradient, hessian = _newton(
+    x, value, gradient, hessian = _fit_batch(
         fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights
     )
     table = pd.DataFrame(

@@ -87,6 +87,39 @@ def test_the_ofv_is_the_exact_marginal_likelihood():
     assert fit.ofv == pytest.approx(by_hand, rel=1e-9)
 
 
+@pytest.mark.parametrize("shape", PD_SHAPES)
+def test_the_profiled_ofv_is_the_full_ofv_at_its_baseline_and_residual(shape):
+    # The Newton iteration runs on the OFV profiled over the baseline and the residual
+    # variance at a fixed ratio omega / sigma: at the closed-form optimum of those two, it
+    # equals the full OFV, whose gradient along them (the log baseline; log omega and log
+    # sigma together) vanishes there, for any weights and any point of the rest.
+    study = prepare_study(simulated_pd_study(shape, n=8), ROLES)
+    data, _ = pd_module._endpoint_data(study, "effect")
+    rng = np.random.default_rng(3)
+    starts = pd_module._starts(shape, data)
+    profiled = np.column_stack([starts[:, 1:-2], starts[:, -2] - starts[:, -1]])
+    profiled = profiled + 0.1 * rng.standard_normal(profiled.shape)
+    weights = rng.uniform(0.5, 1.5, (len(starts), data.n_patients))
+    value, baseline, sigma2 = pd_module._profile(shape, data, profiled, weights)
+    log_sigma = 0.5 * np.log(sigma2)
+    x = np.column_stack(
+        [np.log(baseline), profiled[:, :-1], profiled[:, -1] + log_sigma, log_sigma]
+    )
+    full = pd_module._objective(shape, data, x, weights)
+    np.testing.assert_allclose(value, full, rtol=1e-10)
+    _, gradient, _ = pd_module._derivatives(
+        lambda q, w: pd_module._objective(shape, data, q, w), x, weights
+    )
+    along = np.column_stack([gradient[:, 0], gradient[:, -2] + gradient[:, -1]])
+    np.testing.assert_allclose(along, 0.0, atol=1e-6 * np.abs(full).max())
+    for step in (
+        np.r_[0.05, np.zeros(x.shape[1] - 1)],
+        np.r_[np.zeros(x.shape[1] - 2), 0.05, 0.05],
+    ):
+        assert (pd_module._objective(shape, data, x + step, weights) > full).all()
+        assert (pd_module._objective(shape, data, x - step, weights) > full).all()
+
+
 def test_batched_leave_one_out_refits_equal_refits_one_by_one():
     data = simulated_pd_study("plateau", n=12)
     study = prepare_study(data, ROLES)
@@ -314,31 +347,30 @@ def test_shape_moves_refuse_refits_without_a_parameter_or_with_nan():
 
 
 @pytest.mark.parametrize("sign, minimum", [(1.0, True), (-1.0, False)])
-def test_a_saddle_point_is_not_taken_for_a_minimum(monkeypatch, sign, minimum):
+def test_a_saddle_point_is_not_taken_for_a_minimum(sign, minimum):
     # x0^2 + sign * x1^2: a minimum at the origin, or a saddle whose gradient vanishes there.
-    monkeypatch.setattr(
-        pd_module, "_objective", lambda shape, data, x, weights: x[:, 0] ** 2 + sign * x[:, 1] ** 2
-    )
+    def objective(x, weights):
+        return x[:, 0] ** 2 + sign * x[:, 1] ** 2
+
     start = np.array([[1.0, 0.0], [0.0, 0.0]])
-    x, value, gradient, hessian = pd_module._newton("slope", None, start, np.ones((2, 1)))
+    x, value, gradient, hessian = pd_module._newton(objective, start, np.ones((2, 1)))
     np.testing.assert_allclose(x, 0.0, atol=1e-6)
     assert (gradient < 1e-3).all()
     assert (pd_module._at_minimum(value, hessian) == minimum).all()
 
 
-def test_a_direction_flat_to_rounding_error_is_not_taken_for_a_minimum(monkeypatch):
+def test_a_direction_flat_to_rounding_error_is_not_taken_for_a_minimum():
     # An OFV near 1000 whose curvature along x1 (2e-9) lies far below the rounding error of a
     # second difference (about 2e-5): the sign read there is noise, and must not count as a
     # minimum, while a curvature well above it does.
     rng = np.random.default_rng(5)
     start = np.column_stack([0.5 + 0.01 * rng.standard_normal(20), rng.standard_normal(20)])
     for curvature, minimum in ((1e-9, False), (1.0, True)):
-        monkeypatch.setattr(
-            pd_module,
-            "_objective",
-            lambda shape, data, x, weights, c=curvature: 1000 + x[:, 0] ** 2 + c * x[:, 1] ** 2,
-        )
-        _, value, gradient, hessian = pd_module._newton("slope", None, start, np.ones((20, 1)))
+
+        def objective(x, weights, c=curvature):
+            return 1000 + x[:, 0] ** 2 + c * x[:, 1] ** 2
+
+        _, value, gradient, hessian = pd_module._newton(objective, start, np.ones((20, 1)))
         assert (gradient < 1e-3).all()
         assert (pd_module._at_minimum(value, hessian) == minimum).all()
 
