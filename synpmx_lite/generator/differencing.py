@@ -43,6 +43,7 @@ from .checks import RELEASED_FIGURES, as_mapping, is_number, read_release
 from .protections import TRIM, protected_value, trimmed_core_size, trimmed_moments
 
 __all__ = [
+    "DIFFERENCING_CONFIDENCE",
     "DifferencingBounds",
     "differencing_bounds",
     "differencing_tightness",
@@ -69,6 +70,9 @@ ATTACKERS = (
 # more of it); and how many units of the last figure the rule
 # may move a geometric mean off a value one or two patients hold, for the pre-filter.
 CANDIDATES = 400
+#: The confidence of each coverage's exact interval, and the share of the added patients' true
+#: means, over the orders, whose range sets the population's factor.
+DIFFERENCING_CONFIDENCE = 0.95
 _MOVE_UNITS = 5
 
 
@@ -423,9 +427,12 @@ def _trimming_assumed(ordered: np.ndarray, start: int, added: int, min_patients:
 
 def _coverage(covered: np.ndarray) -> dict[str, float]:
     """The share of orders whose bound holds the truth, its binomial standard error, and its
-    exact (Clopper-Pearson) 95 % interval, which stays informative at 0 % and 100 %."""
+    exact (Clopper-Pearson) interval at :data:`DIFFERENCING_CONFIDENCE`, which stays
+    informative at 0 % and 100 %."""
     share, hits = covered.mean(), int(covered.sum())
-    interval = stats.binomtest(hits, covered.size).proportion_ci(method="exact")
+    interval = stats.binomtest(hits, covered.size).proportion_ci(
+        confidence_level=DIFFERENCING_CONFIDENCE, method="exact"
+    )
     return {
         "coverage": share,
         "coverage se": math.sqrt(share * (1 - share) / covered.size),
@@ -445,7 +452,8 @@ def _one_column(ordered: np.ndarray, start: int, added: int, min_patients: int) 
         ATTACKERS[1]: known,
     }
     truth = np.log(ordered[:, start : start + added]).mean(1)
-    prior = np.exp(np.subtract(*np.quantile(truth, [0.975, 0.025])))
+    tail = (1 - DIFFERENCING_CONFIDENCE) / 2
+    prior = np.exp(np.subtract(*np.quantile(truth, [1 - tail, tail])))
     bounds = {a: (*_new_mean(later, e, start + added, start), 0.0) for a, e in earliers.items()}
     if added == 1:
         bounds[ATTACKERS[2]] = _inverted(ordered, start, min_patients)

@@ -42,6 +42,7 @@ from .generate import synpmx_model_generate
 from .release import Fingerprint, arm_label
 
 __all__ = [
+    "BAND_RANGE",
     "PRECISIONS",
     "REFIT_RANGE",
     "RefitSummary",
@@ -62,6 +63,9 @@ __all__ = [
 #: The percentiles of the refits that bound their spread (``low`` and ``high`` of
 #: :class:`RefitSummary`).
 REFIT_RANGE = (2.5, 97.5)
+#: The percentiles of the synthetic replicates' percentiles that bound a band (``low`` and
+#: ``high`` of :func:`vpc_bands` and :func:`pd_bands`).
+BAND_RANGE = (5.0, 95.0)
 
 #: The precisions compared: significant figures of the model estimates (None: unrounded).
 PRECISIONS: dict[str, int | None] = {"unrounded": None, "2 figures": 2, "1 figure": 1}
@@ -443,7 +447,7 @@ def _bands(
     stacked = np.stack([by_bin(rows) for rows in replicas])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a bin no replica reaches: NaN
-        low, median, high = np.nanpercentile(stacked, [5, 50, 95], axis=0)
+        low, median, high = np.nanpercentile(stacked, [BAND_RANGE[0], 50, BAND_RANGE[1]], axis=0)
     times = observed["time"].groupby(which).median().reindex(present)
     frame = {
         "time": np.repeat(times.to_numpy(), len(percentiles)),
