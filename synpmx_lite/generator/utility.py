@@ -43,6 +43,7 @@ from .release import Fingerprint, arm_label
 
 __all__ = [
     "BAND_RANGE",
+    "CHECK_PERCENTILES",
     "PRECISIONS",
     "REFIT_RANGE",
     "RefitSummary",
@@ -66,6 +67,9 @@ REFIT_RANGE = (2.5, 97.5)
 #: The percentiles of the synthetic replicates' percentiles that bound a band (``low`` and
 #: ``high`` of :func:`vpc_bands` and :func:`pd_bands`).
 BAND_RANGE = (5.0, 95.0)
+#: The percentiles a predictive check compares by default (:func:`vpc_bands`,
+#: :func:`vpc_bands_by_arm`, :func:`pd_bands`).
+CHECK_PERCENTILES = (10.0, 50.0, 90.0)
 
 #: The precisions compared: significant figures of the model estimates (None: unrounded).
 PRECISIONS: dict[str, int | None] = {"unrounded": None, "2 figures": 2, "1 figure": 1}
@@ -464,7 +468,7 @@ def vpc_bands(
     source: StudyEvents,
     synthetic: Sequence[StudyEvents],
     *,
-    percentiles: tuple[float, ...] = (10.0, 50.0, 90.0),
+    percentiles: tuple[float, ...] = CHECK_PERCENTILES,
     bins: int = 8,
 ) -> pd.DataFrame:
     """The percentiles of a visual predictive check: observed, and over synthetic replicates.
@@ -490,7 +494,7 @@ def vpc_bands_by_arm(
     fit: ModelFit,
     synthetic: Sequence[StudyEvents],
     *,
-    percentiles: tuple[float, ...] = (10.0, 50.0, 90.0),
+    percentiles: tuple[float, ...] = CHECK_PERCENTILES,
     bins: int = 8,
 ) -> pd.DataFrame:
     """:func:`vpc_bands` within each arm the release keeps, as :func:`pd_bands` groups them:
@@ -549,7 +553,7 @@ def pd_bands(
     synthetic: Sequence[StudyEvents],
     *,
     endpoint: str,
-    percentiles: tuple[float, ...] = (10.0, 50.0, 90.0),
+    percentiles: tuple[float, ...] = CHECK_PERCENTILES,
     bins: int = 6,
 ) -> pd.DataFrame:
     """A predictive check of a PD endpoint by dose arm: observed against synthetic percentiles.
