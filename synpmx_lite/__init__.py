@@ -121,7 +121,7 @@ from .pmx.population import (
 )
 from .pmx.study import DATASETS, PmxRoles, StudyEvents, load_dataset, pmx_roles, prepare_study
 from .rounding import round_significant
-from .tables import BookTable, book_table
+from .tables import BookTable, and_list, book_table, percentile_name
 
 __version__ = "0.1.0"
 
@@ -156,6 +156,7 @@ __all__ = [
     "TracingSimulation",
     "TracingTest",
     "WorkedExample",
+    "and_list",
     "attendance_attack",
     "attendance_score",
     "attendance_scores",
@@ -203,6 +204,7 @@ __all__ = [
     "pd_shape_moves",
     "per_example_fil",
     "per_example_heuristics",
+    "percentile_name",
     "pmx_roles",
     "population_attack",
     "predict_concentrations",

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ._validation import check_real
+
 _LABEL = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
@@ -97,3 +99,44 @@ def book_table(frame: pd.DataFrame, caption: str, label: str, *, index: bool = F
             f"got {label!r}"
         )
     return BookTable(frame=frame, caption=caption.strip(), label=label, index=index)
+
+
+def percentile_name(percent: object) -> str:
+    """A percentile's name in prose.
+
+    Parameters
+    ----------
+    percent : float
+        The percentile, from 0 to 100.
+
+    Returns
+    -------
+    str
+        Its ordinal: ``"5th"``, ``"1st"``, ``"2.5th"``.
+
+    Examples
+    --------
+    >>> [percentile_name(p) for p in (1, 2.5, 12, 22, 50, 97.5)]
+    ['1st', '2.5th', '12th', '22nd', '50th', '97.5th']
+    """
+    percent = check_real(percent, "percent", low=0.0, high=100.0)
+    text = f"{percent:g}"
+    if not percent.is_integer() or int(percent) % 100 in (11, 12, 13):
+        return text + "th"
+    return text + {1: "st", 2: "nd", 3: "rd"}.get(int(percent) % 10, "th")
+
+
+def and_list(items: object) -> str:
+    """Words joined as prose lists them: ``"a"``, ``"a and b"``, ``"a, b and c"``.
+
+    Examples
+    --------
+    >>> and_list(["10th", "50th", "90th"])
+    '10th, 50th and 90th'
+    """
+    if isinstance(items, str):
+        raise TypeError("items must be a sequence of words, not one string")
+    words = [str(item) for item in items]
+    if not words:
+        raise ValueError("items must hold at least one word")
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]

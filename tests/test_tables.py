@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from synpmx_lite.tables import book_table
+from synpmx_lite.tables import and_list, book_table, percentile_name
 
 
 def test_markdown_is_a_myst_table_directive_with_caption_and_label():
@@ -42,3 +42,28 @@ def test_numbers_are_shown_as_formatted_not_reparsed():
 def test_bad_input_is_refused(frame, caption, label, error):
     with pytest.raises(error):
         book_table(frame, caption, label)
+
+
+@pytest.mark.parametrize(
+    "percent, name",
+    [(0, "0th"), (1, "1st"), (2, "2nd"), (3, "3rd"), (11, "11th"), (13, "13th"), (21, "21st"),
+     (2.5, "2.5th"), (95, "95th"), (100, "100th")],
+)  # fmt: skip
+def test_a_percentile_is_named_as_prose_names_it(percent, name):
+    assert percentile_name(percent) == name
+
+
+@pytest.mark.parametrize("percent", [-1, 100.5, float("nan"), "5", True])
+def test_a_percentile_outside_0_to_100_or_not_a_number_is_refused(percent):
+    with pytest.raises((ValueError, TypeError), match="percent"):
+        percentile_name(percent)
+
+
+def test_words_are_listed_as_prose_lists_them():
+    assert and_list(["a"]) == "a"
+    assert and_list(("a", "b")) == "a and b"
+    assert and_list(iter(["a", "b", "c"])) == "a, b and c"
+    with pytest.raises(TypeError, match="items"):
+        and_list("abc")
+    with pytest.raises(ValueError, match="items"):
+        and_list([])
