@@ -52,6 +52,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -238,6 +239,24 @@ def _profile(shape: str, data: _Data, p: np.ndarray, w: np.ndarray) -> tuple:
     return np.where((a > 0) & (sigma2 > 0), value, np.inf), a / b, sigma2
 
 
+def _profiled_objective(shape: str, data: _Data, p: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The profiled OFV ``(B,)`` of each row of ``p`` (:func:`_profile`), in blocks as
+    :func:`_objective`."""
+    return _blocked(lambda q, w: _profile(shape, data, q, w)[0], data, p, weights)
+
+
+def _to_profiled(x: np.ndarray) -> np.ndarray:
+    """Full internal points ``(B, k)`` -> profiled ones: the shape parameters, log omega/sigma."""
+    return np.column_stack([x[:, 1:-2], x[:, -2] - x[:, -1]])
+
+
+def _from_profiled(p: np.ndarray, baseline: np.ndarray, sigma2: np.ndarray) -> np.ndarray:
+    """Profiled points with their baseline and residual variance -> full internal points."""
+    with np.errstate(all="ignore"):
+        log_sigma = 0.5 * np.log(sigma2)
+        return np.column_stack([np.log(baseline), p[:, :-1], p[:, -1] + log_sigma, log_sigma])
+
+
 def _differences(k: int) -> np.ndarray:
     """The offsets ``(D, k)`` of the central differences: the centre, one and two steps
     either way along each axis, and the four corners of each pair of axes."""
@@ -332,19 +351,11 @@ def _fit_batch(shape: str, data: _Data, starts: np.ndarray, weights: np.ndarray)
 
     Returns the optima on the full internal scale, their OFVs, gradient norms and Hessians.
     """
-    profiled = np.column_stack([starts[:, 1:-2], starts[:, -2] - starts[:, -1]])
-
-    def objective(p, w):
-        return _blocked(lambda q, v: _profile(shape, data, q, v)[0], data, p, w)
-
-    profiled = _newton(objective, profiled, weights)[0]
+    profiled = _newton(partial(_profiled_objective, shape, data), _to_profiled(starts), weights)[0]
     with np.errstate(all="ignore"):
         _, baseline, sigma2 = _profile(shape, data, profiled, weights)
-        log_sigma = 0.5 * np.log(sigma2)
-        x = np.column_stack(
-            [np.log(baseline), profiled[:, :-1], profiled[:, -1] + log_sigma, log_sigma]
-        )
-    value, gradient, hessian = _derivatives(lambda q, w: _objective(shape, data, q, w), x, weights)
+    x = _from_profiled(profiled, baseline, sigma2)
+    value, gradient, hessian = _derivatives(partial(_objective, shape, data), x, weights)
     return x, value, np.abs(gradient).max(axis=1), hessian
 
 

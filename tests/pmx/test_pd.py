@@ -2,6 +2,7 @@
 
 import json
 import re
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -97,19 +98,14 @@ def test_the_profiled_ofv_is_the_full_ofv_at_its_baseline_and_residual(shape):
     data, _ = pd_module._endpoint_data(study, "effect")
     rng = np.random.default_rng(3)
     starts = pd_module._starts(shape, data)
-    profiled = np.column_stack([starts[:, 1:-2], starts[:, -2] - starts[:, -1]])
+    profiled = pd_module._to_profiled(starts)
     profiled = profiled + 0.1 * rng.standard_normal(profiled.shape)
     weights = rng.uniform(0.5, 1.5, (len(starts), data.n_patients))
     value, baseline, sigma2 = pd_module._profile(shape, data, profiled, weights)
-    log_sigma = 0.5 * np.log(sigma2)
-    x = np.column_stack(
-        [np.log(baseline), profiled[:, :-1], profiled[:, -1] + log_sigma, log_sigma]
-    )
+    x = pd_module._from_profiled(profiled, baseline, sigma2)
     full = pd_module._objective(shape, data, x, weights)
     np.testing.assert_allclose(value, full, rtol=1e-10)
-    _, gradient, _ = pd_module._derivatives(
-        lambda q, w: pd_module._objective(shape, data, q, w), x, weights
-    )
+    _, gradient, _ = pd_module._derivatives(partial(pd_module._objective, shape, data), x, weights)
     along = np.column_stack([gradient[:, 0], gradient[:, -2] + gradient[:, -1]])
     np.testing.assert_allclose(along, 0.0, atol=1e-6 * np.abs(full).max())
     for step in (
