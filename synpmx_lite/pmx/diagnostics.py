@@ -37,6 +37,7 @@ import plotnine as p9
 
 from .._validation import check_count, check_rng
 from ..plotting import theme_book
+from ..tables import percentile_name
 from ._foce import _Problem
 from .pk import _sensitivities
 from .study import StudyEvents
@@ -397,17 +398,22 @@ def goodness_of_fit_plot(residuals: pd.DataFrame) -> p9.ggplot:
 def vpc_plot(observed: pd.DataFrame, percentiles: pd.DataFrame, *, ylabel: str) -> p9.ggplot:
     """The visual predictive check of :func:`visual_predictive_check`: observed values as
     points, observed percentiles as lines, simulated 95 % intervals of each as bands."""
-    bands = percentiles.assign(percentile=percentiles["percentile"].map("{:g}th".format))
+    # Named in the percentiles' numeric order, so the legend reads low to high; the median is
+    # coloured apart from the tails.
+    order = np.sort(percentiles["percentile"].unique())
+    colours = {percentile_name(p): _VPC_MEDIAN if p == 50 else _VPC_TAIL for p in order}
+    named = pd.Categorical(percentiles["percentile"].map(percentile_name), categories=list(colours))
+    bands = percentiles.assign(percentile=named)
     return (
         p9.ggplot(bands, p9.aes("time"))
         + p9.geom_ribbon(p9.aes(ymin="low", ymax="high", fill="percentile"), alpha=0.3)
         + p9.geom_point(p9.aes(y="dv"), data=observed, alpha=0.3, size=0.9, color="grey")
         + p9.geom_line(p9.aes(y="observed", color="percentile"), size=0.9)
-        + p9.scale_fill_manual(values=_VPC_COLOURS)
-        + p9.scale_color_manual(values=_VPC_COLOURS)
+        + p9.scale_fill_manual(values=colours)
+        + p9.scale_color_manual(values=colours)
         + p9.labs(x="time (h)", y=ylabel, fill="percentile", color="percentile")
         + theme_book(width=8, height=3.6)
     )
 
 
-_VPC_COLOURS = {"5th": "#1B6CA8", "50th": "#D95F02", "95th": "#1B6CA8"}
+_VPC_TAIL, _VPC_MEDIAN = "#1B6CA8", "#D95F02"

@@ -77,7 +77,11 @@ _ITERATIONS = 60
 _GRADIENT_TOLERANCE = 1e-3  # OFV units per internal unit
 _LOG_BOUND = 20.0
 _BLOCK_ELEMENTS = 2**16  # observations times rows of one block of the objective
-_SPREAD_FLOOR = 1e-3  # omega / baseline below which the spread is not identified
+# The share of a patient's variance along its shape that the baseline's spread carries,
+# rho h'h / (1 + rho h'h), below which (for every patient) the spread has collapsed: the data
+# hold no between-subject variation to read. Fitted spreads of the shipped endpoints carry
+# 63 % or more; a collapsing one stops orders of magnitude under 1 %.
+_SPREAD_SHARE = 0.01
 # A second difference carries a rounding error of about eps |OFV| / step^2; a Hessian eigenvalue
 # within this many such errors of zero has no sign that can be read, so its direction is taken
 # as flat (the data do not determine it), not as curved.
@@ -276,6 +280,14 @@ def _derivatives(objective, x: np.ndarray, weights: np.ndarray) -> tuple:
     offsets = _differences(k)
     points = (x[:, None, :] + offsets[None]).reshape(-1, k)
     f = objective(points, np.repeat(weights, len(offsets), axis=0)).reshape(batch, -1)
+    # An infinite OFV (no optimum there) gives a NaN difference, which the callers read as such.
+    with np.errstate(invalid="ignore"):
+        return _differenced(f, k)
+
+
+def _differenced(f: np.ndarray, k: int) -> tuple:
+    """:func:`_derivatives` from the OFV ``f`` ``(B, D)`` at each of :func:`_differences`."""
+    batch = f.shape[0]
     centre, f = f[:, 0], f[:, 1:]
     plus, minus = f[:, 0 : 2 * k : 2], f[:, 1 : 2 * k : 2]
     far_plus, far_minus = f[:, 2 * k : 4 * k : 2], f[:, 2 * k + 1 : 4 * k : 2]
@@ -353,8 +365,10 @@ def _fit_batch(shape: str, data: _Data, starts: np.ndarray, weights: np.ndarray)
     """
     profiled = _newton(partial(_profiled_objective, shape, data), _to_profiled(starts), weights)[0]
     with np.errstate(all="ignore"):
-        _, baseline, sigma2 = _profile(shape, data, profiled, weights)
-    x = _from_profiled(profiled, baseline, sigma2)
+        value, baseline, sigma2 = _profile(shape, data, profiled, weights)
+    # Where no positive baseline minimises the OFV (a start the iteration could not leave), the
+    # start itself is reported: finite, and not converged (its gradient does not vanish).
+    x = np.where(np.isfinite(value)[:, None], _from_profiled(profiled, baseline, sigma2), starts)
     value, gradient, hessian = _derivatives(partial(_objective, shape, data), x, weights)
     return x, value, np.abs(gradient).max(axis=1), hessian
 
@@ -371,15 +385,45 @@ def _at_minimum(value: np.ndarray, hessian: np.ndarray) -> np.ndarray:
     return finite & (np.linalg.eigvalsh(safe)[:, 0] > _CURVATURE_MARGIN * rounding)
 
 
-def _undetermined(hessian: np.ndarray) -> bool:
-    """Whether the data leave a log-scale estimate of a fit at a minimum undetermined.
+def _undetermined(hessian: np.ndarray) -> np.ndarray:
+    """Whether the data leave a log-scale estimate of each fit ``(B,)`` at a minimum
+    undetermined.
 
     Its standard error, from the inverse observed information (:math:`2H^{-1}` on the OFV's
     scale), exceeds the bound of the PK fit's diagnostics: a 95 % interval wider than a factor
-    100 either way (RSE above 235 %).
+    100 either way (RSE above 235 %). Read only at a minimum, where the Hessian inverts.
     """
-    se = np.sqrt(np.diag(2 * np.linalg.inv(hessian)))
-    return bool((np.delete(se, _SIGNED_COORDINATE) > _UNDETERMINED_LOG_SE).any())
+    se = np.sqrt(np.diagonal(2 * np.linalg.inv(hessian), axis1=1, axis2=2))
+    return (np.delete(se, _SIGNED_COORDINATE, axis=1) > _UNDETERMINED_LOG_SE).any(axis=1)
+
+
+def _collapsed(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Whether the baseline's spread of each fit ``(B,)`` carries under :data:`_SPREAD_SHARE`
+    of every counted patient's variance along its shape (``weights`` above 0)."""
+    h = _shape_batch(shape, x[:, 1:-2], data.times)[:, data.time_index]
+    rho = np.exp(2 * np.clip(x[:, -2:-1] - x[:, -1:], -2 * _LOG_BOUND, 2 * _LOG_BOUND))
+    carried = rho * _per_patient(data, h * h)
+    share = np.where(weights > 0, carried / (1 + carried), 0.0).max(axis=1)
+    return ~(share >= _SPREAD_SHARE)
+
+
+def _trusted(shape: str, data: _Data, fitted: tuple, weights: np.ndarray) -> np.ndarray:
+    """Whether each fit ``(B,)`` of :func:`_fit_batch` is to be trusted.
+
+    Its OFV is finite, its gradient vanishes, every log-scale estimate lies inside the bounds
+    the objective evaluates (beyond them it reads a clipped point, not the one reported), the
+    Hessian is positive definite beyond its rounding error (:func:`_at_minimum`), no log-scale
+    estimate is undetermined (:func:`_undetermined`) and the spread has not collapsed
+    (:func:`_collapsed`).
+    """
+    x, value, gradient, hessian = fitted
+    with np.errstate(all="ignore"):
+        inside = (np.abs(np.delete(x, _SIGNED_COORDINATE, axis=1)) < _LOG_BOUND).all(axis=1)
+        trusted = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE) & inside
+        trusted &= _at_minimum(value, hessian) & ~_collapsed(shape, data, x, weights)
+    if trusted.any():
+        trusted[trusted] = ~_undetermined(hessian[trusted])
+    return trusted
 
 
 @dataclass(frozen=True)
@@ -404,8 +448,9 @@ class PdFit:
         Whether the gradient vanished at the optimum, the Hessian there is positive definite
         beyond its rounding error (a minimum, not a saddle or a direction the data do not
         determine), every estimate on the log scale (all but the slope, plateau or depth) has
-        a standard error under the PK fit's bound (RSE below 235 %), and the spread was
-        identified.
+        a standard error under the PK fit's bound (RSE below 235 %) and lies inside the
+        objective's bounds, and the baseline's spread carries at least 1 % of some patient's
+        variance (it has not collapsed).
     n_patients, n_observations : int
         Patients and observations fitted.
     candidates : pandas.DataFrame
@@ -577,20 +622,10 @@ def fit_pd_endpoint(
     rows, fits = [], {}
     for shape in shapes:
         starts = _starts(shape, data)
-        x, value, gradient, hessian = _fit_batch(
-            shape, data, starts, np.repeat(weights, len(starts), 0)
-        )
+        fitted = _fit_batch(shape, data, starts, np.repeat(weights, len(starts), 0))
+        x, value = fitted[:2]
         best = int(np.argmin(value))
-        estimates = _natural(shape, x[best], data.time_scale)
-        identified = estimates["baseline_sd"] > _SPREAD_FLOOR * estimates["baseline"]
-        # The standard errors are read only at a minimum, where the Hessian can be inverted.
-        converged = bool(
-            np.isfinite(value[best])
-            and gradient[best] < _GRADIENT_TOLERANCE
-            and identified
-            and _at_minimum(value, hessian)[best]
-            and not _undetermined(hessian[best])
-        )
+        converged = bool(_trusted(shape, data, fitted, np.repeat(weights, len(starts), 0))[best])
         k = x.shape[1]
         fits[shape] = (x[best], float(value[best]), converged)
         rows.append(
@@ -646,19 +681,17 @@ def pd_loo_refits(fit: PdFit) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per patient left out (index: source ID), one column per estimate
-        (:meth:`PdFit.estimates`), natural scale; a column ``converged``.
+        (:meth:`PdFit.estimates`), natural scale; a column ``converged``, judged as
+        :attr:`PdFit.converged` is.
     """
     if not isinstance(fit, PdFit):
         raise TypeError(f"fit must be a PdFit, got {type(fit).__name__}")
     n = fit.n_patients
     weights = 1.0 - np.eye(n)
-    x, value, gradient, hessian = _fit_batch(
-        fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights
-    )
+    fitted = _fit_batch(fit.shape, fit.data, np.repeat(fit.x[None], n, 0), weights)
     table = pd.DataFrame(
-        _natural(fit.shape, x, fit.data.time_scale), index=pd.Index(fit.ids, name="id")
+        _natural(fit.shape, fitted[0], fit.data.time_scale), index=pd.Index(fit.ids, name="id")
     )
-    # A refit is judged on reaching its minimum only: its estimates are the moves to read.
-    converged = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE)
-    table["converged"] = converged & _at_minimum(value, hessian)
+    # A refit is judged as the fit is: its moves are read only where it can be trusted.
+    table["converged"] = _trusted(fit.shape, fit.data, fitted, weights)
     return table

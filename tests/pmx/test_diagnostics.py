@@ -10,7 +10,12 @@ from scipy.linalg import fractional_matrix_power
 
 from synpmx_lite.pmx import diagnostics, population
 from synpmx_lite.pmx.blq import simulate_blq_study
-from synpmx_lite.pmx.diagnostics import epsilon_shrinkage, fit_residuals, visual_predictive_check
+from synpmx_lite.pmx.diagnostics import (
+    epsilon_shrinkage,
+    fit_residuals,
+    visual_predictive_check,
+    vpc_plot,
+)
 from synpmx_lite.pmx.pk import PkModel, predict_concentrations
 from synpmx_lite.pmx.population import FitWarning, fit_population
 from synpmx_lite.pmx.study import load_dataset, pmx_roles, prepare_study
@@ -153,6 +158,18 @@ def test_the_vpc_of_data_simulated_from_the_fit_covers_the_observed_percentiles(
     again = visual_predictive_check(fit, replicates=100, seed=4, prediction_corrected=corrected)
     pd.testing.assert_frame_equal(again[1], percentiles)
     assert (percentiles["low"] <= percentiles["median"]).all()
+
+
+def test_the_vpc_legend_lists_the_percentiles_low_to_high(simulated_fit):
+    # Named as strings, "50th" sorts before "5th": the legend must follow the numbers instead,
+    # with the median alone in its colour.
+    observed, percentiles = visual_predictive_check(simulated_fit[0], replicates=20, seed=4)
+    plot = vpc_plot(observed, percentiles, ylabel="concentration")
+    shown = plot.data["percentile"]
+    assert list(shown.cat.categories) == ["5th", "50th", "95th"]
+    fill = next(s for s in plot.scales if "fill" in s.aesthetics)
+    colours = fill.palette(3)
+    assert colours["50th"] != colours["5th"] == colours["95th"]
 
 
 def test_the_vpc_refuses_a_fit_without_its_study(simulated_fit):

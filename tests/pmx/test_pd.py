@@ -1,7 +1,9 @@
 """PD endpoints: the model, its fit, the leave-one-out refits, the second bar and the release."""
 
+import dataclasses
 import json
 import re
+import sys
 from functools import partial
 
 import numpy as np
@@ -88,19 +90,35 @@ def test_the_ofv_is_the_exact_marginal_likelihood():
     assert fit.ofv == pytest.approx(by_hand, rel=1e-9)
 
 
+def _unbalanced_endpoint(shape, n=8, seed=3):
+    """An endpoint whose patients have from one to all of the visits (drawn at random), and
+    its observations as the objective reads them."""
+    table = simulated_pd_study(shape, n=n)
+    rng = np.random.default_rng(seed)
+    pd_rows = table.index[table["dvid"] == "effect"]
+    kept = rng.uniform(size=pd_rows.size) < 0.6
+    kept[:: TIMES.size] = True  # every patient keeps its first visit
+    table = table.drop(pd_rows[~kept])
+    data, _ = pd_module._endpoint_data(prepare_study(table, ROLES), "effect")
+    assert np.unique(data.counts).size > 2  # patients differ in h'h, so 1 / L matters
+    return data
+
+
 @pytest.mark.parametrize("shape", PD_SHAPES)
 def test_the_profiled_ofv_is_the_full_ofv_at_its_baseline_and_residual(shape):
     # The Newton iteration runs on the OFV profiled over the baseline and the residual
     # variance at a fixed ratio omega / sigma: at the closed-form optimum of those two, it
     # equals the full OFV, whose gradient along them (the log baseline; log omega and log
-    # sigma together) vanishes there, for any weights and any point of the rest.
-    study = prepare_study(simulated_pd_study(shape, n=8), ROLES)
-    data, _ = pd_module._endpoint_data(study, "effect")
+    # sigma together) vanishes there, for any weights (random ones, and the leave-one-out
+    # refits' rows of 1 - I) and any point of the rest. The patients' visits differ in number,
+    # so a baseline that dropped the 1 / L weighting would not be the optimum.
+    data = _unbalanced_endpoint(shape)
     rng = np.random.default_rng(3)
-    starts = pd_module._starts(shape, data)
-    profiled = pd_module._to_profiled(starts)
+    starts = pd_module._to_profiled(pd_module._starts(shape, data))
+    loo = 1.0 - np.eye(data.n_patients)
+    weights = np.vstack([rng.uniform(0.5, 1.5, (len(starts), data.n_patients)), loo])
+    profiled = np.vstack([starts, np.repeat(starts[:1], data.n_patients, axis=0)])
     profiled = profiled + 0.1 * rng.standard_normal(profiled.shape)
-    weights = rng.uniform(0.5, 1.5, (len(starts), data.n_patients))
     value, baseline, sigma2 = pd_module._profile(shape, data, profiled, weights)
     x = pd_module._from_profiled(profiled, baseline, sigma2)
     full = pd_module._objective(shape, data, x, weights)
@@ -114,6 +132,66 @@ def test_the_profiled_ofv_is_the_full_ofv_at_its_baseline_and_residual(shape):
     ):
         assert (pd_module._objective(shape, data, x + step, weights) > full).all()
         assert (pd_module._objective(shape, data, x - step, weights) > full).all()
+
+
+@pytest.mark.parametrize("shape", PD_SHAPES)
+def test_a_fits_ofv_is_the_profiled_ofv_at_its_optimum(shape):
+    # _fit_batch reports the full OFV at the point mapped back from the profiled optimum: the
+    # same number as the profiled OFV there, for the fit and for its leave-one-out refits.
+    data = _unbalanced_endpoint(shape)
+    starts = pd_module._starts(shape, data)
+    weights = np.vstack([np.ones((len(starts), data.n_patients)), 1.0 - np.eye(data.n_patients)])
+    starts = np.vstack([starts, np.repeat(starts[:1], data.n_patients, axis=0)])
+    x, value, _, _ = pd_module._fit_batch(shape, data, starts, weights)
+    profiled, _, _ = pd_module._profile(shape, data, pd_module._to_profiled(x), weights)
+    finite = np.isfinite(value)
+    assert finite.mean() > 0.5
+    np.testing.assert_allclose(value[finite], profiled[finite], rtol=1e-10)
+
+
+def test_a_collapsed_spread_fails_the_fit_and_its_refits(monkeypatch):
+    # Patients who share one baseline: the fitted spread heads to zero, carries no share of any
+    # patient's variance, and neither the fit nor any refit is trusted; with the simulated
+    # spread, the fit and every refit are.
+    monkeypatch.setattr(sys.modules[__name__], "SPREAD", 0.0)
+    study = prepare_study(simulated_pd_study("plateau", n=20), ROLES)
+    with pytest.warns(FitWarning, match="collapsed"):
+        fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    assert not fit.converged
+    assert not pd_loo_refits(fit)["converged"].any()
+    fitted = pd_module._fit_batch("plateau", fit.data, fit.x[None], np.ones((1, fit.n_patients)))
+    assert pd_module._collapsed("plateau", fit.data, fitted[0], np.ones((1, fit.n_patients)))[0]
+    monkeypatch.undo()
+    spread = fit_pd_endpoint(prepare_study(simulated_pd_study("plateau", n=20), ROLES), "effect")
+    assert not pd_module._collapsed(spread.shape, spread.data, spread.x[None], np.ones((1, 20)))[0]
+
+
+def test_a_start_with_no_positive_baseline_is_reported_finite_and_not_converged():
+    # An endpoint whose values are all negative: no positive baseline minimises the OFV, the
+    # iteration cannot leave its start, and the start is what is reported, not NaN.
+    study = prepare_study(simulated_pd_study("slope", n=8), ROLES)
+    data, _ = pd_module._endpoint_data(study, "effect")
+    negative = dataclasses.replace(data, y=-np.abs(data.y))
+    start = pd_module._starts("slope", data)
+    fitted = pd_module._fit_batch("slope", negative, start, np.ones((1, data.n_patients)))
+    np.testing.assert_array_equal(fitted[0], start)
+    assert np.isfinite(fitted[1]).all()
+    assert not pd_module._trusted("slope", negative, fitted, np.ones((1, data.n_patients)))[0]
+
+
+def test_a_fit_beyond_the_objectives_bounds_is_not_trusted():
+    # The objective clips log coordinates at its bound: a point past it is not the one the OFV
+    # was read at, and cannot be trusted however flat the (clipped) OFV is there.
+    study = prepare_study(simulated_pd_study("plateau", n=12), ROLES)
+    fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
+    weights = np.ones((2, fit.n_patients))
+    value, _, hessian = pd_module._derivatives(
+        partial(pd_module._objective, "plateau", fit.data), fit.x[None], weights[:1]
+    )
+    points = np.vstack([fit.x, fit.x])
+    points[1, 2] = pd_module._LOG_BOUND + 1.0  # the log rate, all else the trusted fit's
+    fitted = (points, np.repeat(value, 2), np.zeros(2), np.repeat(hessian, 2, axis=0))
+    assert pd_module._trusted("plateau", fit.data, fitted, weights).tolist() == [True, False]
 
 
 def test_batched_leave_one_out_refits_equal_refits_one_by_one():
