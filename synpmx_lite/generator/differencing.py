@@ -473,7 +473,7 @@ def _one_column(ordered: np.ndarray, start: int, added: int, min_patients: int) 
                 "factor q75": np.nanquantile(factor, 0.75),
                 **_coverage(covered),
                 "contradicted": np.isnan(low).mean(),
-                "population 95% factor": prior,
+                "population factor": prior,
             }
         )
     return rows
@@ -520,10 +520,11 @@ def differencing_tightness(
     pandas.DataFrame
         Per covariate, start, added and attacker: the median factor (upper over lower bound)
         with its quartiles, the share of orders whose bound holds the truth (coverage) with
-        its standard error and exact 95 % interval (``coverage low``, ``coverage high``), the
-        share where the two releases contradict the arithmetic, and
-        the factor of the 95 % range of the added patients' true geometric mean over the
-        orders (what the population alone says of them).
+        its standard error and exact interval at :data:`DIFFERENCING_CONFIDENCE`
+        (``coverage low``, ``coverage high``), the share where the two releases contradict
+        the arithmetic, and the factor of the central :data:`DIFFERENCING_CONFIDENCE` range of
+        the added patients' true geometric mean over the orders (``population factor``: what
+        the population alone says of them).
 
     Raises
     ------

@@ -63,6 +63,7 @@ from .utility import (
 )
 
 __all__ = [
+    "BAND_STANDARD_ERRORS",
     "DEFAULT_SETTINGS",
     "PUBLISHED_ENROLMENT",
     "SOURCES",
@@ -104,6 +105,9 @@ DEFAULT_SETTINGS: dict = {
 #: Processes computing studies at once (the machine's two cores); not a setting, since the
 #: arrays are the same for any number.
 WORKERS = 2
+
+#: The frontier's band: this many standard errors (over the private releases) either side.
+BAND_STANDARD_ERRORS = 2
 
 _NAME = "usefulness_refits"
 # A stored predictive check's columns: each cell's observed percentile and its band.
@@ -378,10 +382,10 @@ def frontier_figure(table: pd.DataFrame, references: pd.DataFrame) -> p9.ggplot:
         there, with a dotted line on to the largest epsilon (the release's own is at or above
         it); one with epsilon NaN or inf (none known) a horizontal line.
     """
-    # A share lies in [0, 1]: the two-SE band is clipped there.
+    # A share lies in [0, 1]: the band is clipped there.
     private = table[table["release"] == "DP"].assign(
-        low=lambda t: (t["usefulness"] - 2 * t["se"]).clip(0, 1),
-        high=lambda t: (t["usefulness"] + 2 * t["se"]).clip(0, 1),
+        low=lambda t: (t["usefulness"] - BAND_STANDARD_ERRORS * t["se"]).clip(0, 1),
+        high=lambda t: (t["usefulness"] + BAND_STANDARD_ERRORS * t["se"]).clip(0, 1),
     )
     bounded = np.isfinite(references["epsilon"].astype(float))
     # A bound is a floor: the release sits at or above it, so it runs on to the right edge.
