@@ -75,12 +75,16 @@ PD_SHAPES = {
 _STEP = 1e-4  # central differences on the internal scale
 _ITERATIONS = 60
 _GRADIENT_TOLERANCE = 1e-3  # OFV units per internal unit
+# The profiled iteration stops well inside the tolerance the full OFV's gradient is then judged
+# by: the two are differenced at different points, and a refit stopped at the edge could fail.
+_STOPPING_TOLERANCE = _GRADIENT_TOLERANCE / 10
 _LOG_BOUND = 20.0
 _BLOCK_ELEMENTS = 2**16  # observations times rows of one block of the objective
 # The share of a patient's variance along its shape that the baseline's spread carries,
 # rho h'h / (1 + rho h'h), below which (for every patient) the spread has collapsed: the data
-# hold no between-subject variation to read. Fitted spreads of the shipped endpoints carry
-# 63 % or more; a collapsing one stops orders of magnitude under 1 %.
+# hold no between-subject variation to read. In the most-observed patient, the fitted spread
+# of every shipped endpoint carries 88 % or more; a collapsing one stops orders of magnitude
+# under 1 %.
 _SPREAD_SHARE = 0.01
 # A second difference carries a rounding error of about eps |OFV| / step^2; a Hessian eigenvalue
 # within this many such errors of zero has no sign that can be read, so its direction is taken
@@ -305,8 +309,11 @@ def _differenced(f: np.ndarray, k: int) -> tuple:
     return centre, (4 * near - far) / 3, hessian
 
 
-def _newton(objective, x: np.ndarray, weights: np.ndarray) -> tuple:
-    """Damped Newton on a batch of fits ``x`` ``(B, k)`` of ``objective(x, weights)``.
+def _newton(
+    objective, x: np.ndarray, weights: np.ndarray, tolerance: float = _GRADIENT_TOLERANCE
+) -> tuple:
+    """Damped Newton on a batch of fits ``x`` ``(B, k)`` of ``objective(x, weights)``, until
+    each gradient's largest element is under ``tolerance``.
 
     Returns the optima, their values, gradient norms and the Hessians there (see
     :func:`_at_minimum`). A fit stops moving once its gradient vanishes, so its derivatives are
@@ -323,7 +330,7 @@ def _newton(objective, x: np.ndarray, weights: np.ndarray) -> tuple:
         moving = np.flatnonzero(~converged)
         _, gradient[moving], hessian = _derivatives(objective, x[moving], weights[moving])
         finite = np.isfinite(gradient[moving]).all(axis=1) & np.isfinite(hessian).all(axis=(1, 2))
-        converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < _GRADIENT_TOLERANCE)
+        converged[moving] = finite & (np.abs(gradient[moving]).max(axis=1) < tolerance)
         hessians[moving] = hessian
         stepping = ~converged[moving]
         if not stepping.any():
@@ -363,14 +370,16 @@ def _fit_batch(shape: str, data: _Data, starts: np.ndarray, weights: np.ndarray)
 
     Returns the optima on the full internal scale, their OFVs, gradient norms and Hessians.
     """
-    profiled = _newton(partial(_profiled_objective, shape, data), _to_profiled(starts), weights)[0]
+    objective = partial(_profiled_objective, shape, data)
+    profiled = _newton(objective, _to_profiled(starts), weights, _STOPPING_TOLERANCE)[0]
     with np.errstate(all="ignore"):
-        value, baseline, sigma2 = _profile(shape, data, profiled, weights)
+        profiled_value, baseline, sigma2 = _profile(shape, data, profiled, weights)
     # Where no positive baseline minimises the OFV (a start the iteration could not leave), the
-    # start itself is reported: finite, and not converged (its gradient does not vanish).
-    x = np.where(np.isfinite(value)[:, None], _from_profiled(profiled, baseline, sigma2), starts)
+    # start itself is reported, with an infinite OFV: it is never chosen, nor trusted.
+    optimum = np.isfinite(profiled_value)
+    x = np.where(optimum[:, None], _from_profiled(profiled, baseline, sigma2), starts)
     value, gradient, hessian = _derivatives(partial(_objective, shape, data), x, weights)
-    return x, value, np.abs(gradient).max(axis=1), hessian
+    return x, np.where(optimum, value, np.inf), np.abs(gradient).max(axis=1), hessian
 
 
 def _at_minimum(value: np.ndarray, hessian: np.ndarray) -> np.ndarray:
@@ -407,23 +416,42 @@ def _collapsed(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> n
     return ~(share >= _SPREAD_SHARE)
 
 
-def _trusted(shape: str, data: _Data, fitted: tuple, weights: np.ndarray) -> np.ndarray:
-    """Whether each fit ``(B,)`` of :func:`_fit_batch` is to be trusted.
+def _verdicts(shape: str, data: _Data, fitted: tuple, weights: np.ndarray) -> np.ndarray:
+    """Why each fit ``(B,)`` of :func:`_fit_batch` is not to be trusted; ``""`` where it is.
 
-    Its OFV is finite, its gradient vanishes, every log-scale estimate lies inside the bounds
-    the objective evaluates (beyond them it reads a clipped point, not the one reported), the
-    Hessian is positive definite beyond its rounding error (:func:`_at_minimum`), no log-scale
-    estimate is undetermined (:func:`_undetermined`) and the spread has not collapsed
-    (:func:`_collapsed`).
+    A fit is trusted where its OFV is finite, its gradient vanishes, every log-scale estimate
+    lies inside the bounds the objective evaluates (beyond them it reads a clipped point, not
+    the one reported), the Hessian is positive definite beyond its rounding error
+    (:func:`_at_minimum`), the spread has not collapsed (:func:`_collapsed`) and no log-scale
+    estimate is undetermined (:func:`_undetermined`). The first reason that holds is given.
     """
     x, value, gradient, hessian = fitted
     with np.errstate(all="ignore"):
-        inside = (np.abs(np.delete(x, _SIGNED_COORDINATE, axis=1)) < _LOG_BOUND).all(axis=1)
-        trusted = np.isfinite(value) & (gradient < _GRADIENT_TOLERANCE) & inside
-        trusted &= _at_minimum(value, hessian) & ~_collapsed(shape, data, x, weights)
-    if trusted.any():
-        trusted[trusted] = ~_undetermined(hessian[trusted])
-    return trusted
+        outside = (np.abs(np.delete(x, _SIGNED_COORDINATE, axis=1)) >= _LOG_BOUND).any(axis=1)
+        stopped = ~(gradient < _GRADIENT_TOLERANCE)
+        failures = [
+            (~np.isfinite(value), "no positive baseline minimises the OFV there"),
+            (stopped, "the optimizer stopped before the gradient vanished"),
+            (outside, "an estimate lies beyond the objective's bounds"),
+            (~_at_minimum(value, hessian), "the OFV does not curve up in every direction there "
+             "(a saddle, or a direction the data do not determine)"),
+            (_collapsed(shape, data, x, weights), "the baseline's spread between subjects "
+             "collapsed"),
+        ]  # fmt: skip
+    undetermined = np.zeros(len(x), dtype=bool)
+    judged = ~np.any([failed for failed, _ in failures], axis=0)
+    if judged.any():  # the Hessian inverts only at a minimum
+        undetermined[judged] = _undetermined(hessian[judged])
+    failures.append((undetermined, "the data do not determine an estimate (RSE above 235 %)"))
+    verdicts = np.full(len(x), "", dtype=object)
+    for failed, reason in reversed(failures):
+        verdicts[failed] = reason
+    return verdicts
+
+
+def _trusted(shape: str, data: _Data, fitted: tuple, weights: np.ndarray) -> np.ndarray:
+    """Whether each fit ``(B,)`` of :func:`_fit_batch` is to be trusted (:func:`_verdicts`)."""
+    return _verdicts(shape, data, fitted, weights) == ""
 
 
 @dataclass(frozen=True)
@@ -625,9 +653,10 @@ def fit_pd_endpoint(
         fitted = _fit_batch(shape, data, starts, np.repeat(weights, len(starts), 0))
         x, value = fitted[:2]
         best = int(np.argmin(value))
-        converged = bool(_trusted(shape, data, fitted, np.repeat(weights, len(starts), 0))[best])
+        verdict = _verdicts(shape, data, fitted, np.repeat(weights, len(starts), 0))[best]
+        converged = verdict == ""
         k = x.shape[1]
-        fits[shape] = (x[best], float(value[best]), converged)
+        fits[shape] = (x[best], float(value[best]), verdict)
         rows.append(
             {
                 "shape": shape,
@@ -640,14 +669,12 @@ def fit_pd_endpoint(
     candidates = pd.DataFrame(rows)
     pool = candidates[candidates["converged"]] if candidates["converged"].any() else candidates
     shape = str(pool.loc[pool["aic"].idxmin(), "shape"])
-    x, ofv, converged = fits[shape]
+    x, ofv, verdict = fits[shape]
+    converged = verdict == ""
     estimates = {k: float(v) for k, v in _natural(shape, x, data.time_scale).items()}
     if not converged:
         warnings.warn(
-            f"PD model of {endpoint!r} ({shape} shape) is not to be trusted: the optimizer "
-            "did not reach a minimum (a stationary point where the OFV curves up in every "
-            "direction), the data do not determine an estimate (RSE above 235 %), or the "
-            "baseline's between-subject spread collapsed",
+            f"PD model of {endpoint!r} ({shape} shape) is not to be trusted: {verdict}",
             FitWarning,
             stacklevel=2,
         )

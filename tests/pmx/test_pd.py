@@ -144,39 +144,81 @@ def test_a_fits_ofv_is_the_profiled_ofv_at_its_optimum(shape):
     starts = np.vstack([starts, np.repeat(starts[:1], data.n_patients, axis=0)])
     x, value, _, _ = pd_module._fit_batch(shape, data, starts, weights)
     profiled, _, _ = pd_module._profile(shape, data, pd_module._to_profiled(x), weights)
-    finite = np.isfinite(value)
-    assert finite.mean() > 0.5
-    np.testing.assert_allclose(value[finite], profiled[finite], rtol=1e-10)
+    assert np.isfinite(value).all()
+    np.testing.assert_allclose(value, profiled, rtol=1e-10)
 
 
 def test_a_collapsed_spread_fails_the_fit_and_its_refits(monkeypatch):
-    # Patients who share one baseline: the fitted spread heads to zero, carries no share of any
-    # patient's variance, and neither the fit nor any refit is trusted; with the simulated
-    # spread, the fit and every refit are.
+    # Patients who share one baseline: the fitted spread heads to zero, and neither the fit nor
+    # any refit is trusted.
     monkeypatch.setattr(sys.modules[__name__], "SPREAD", 0.0)
     study = prepare_study(simulated_pd_study("plateau", n=20), ROLES)
-    with pytest.warns(FitWarning, match="collapsed"):
+    with pytest.warns(FitWarning, match="not to be trusted"):
         fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
     assert not fit.converged
     assert not pd_loo_refits(fit)["converged"].any()
-    fitted = pd_module._fit_batch("plateau", fit.data, fit.x[None], np.ones((1, fit.n_patients)))
-    assert pd_module._collapsed("plateau", fit.data, fitted[0], np.ones((1, fit.n_patients)))[0]
-    monkeypatch.undo()
-    spread = fit_pd_endpoint(prepare_study(simulated_pd_study("plateau", n=20), ROLES), "effect")
-    assert not pd_module._collapsed(spread.shape, spread.data, spread.x[None], np.ones((1, 20)))[0]
+
+
+@pytest.fixture(scope="module")
+def unbalanced_plateau():
+    """A trusted plateau fit (a batch of one) of an endpoint whose patients differ in visits."""
+    data = _unbalanced_endpoint("plateau", n=20)
+    starts = pd_module._starts("plateau", data)
+    fitted = pd_module._fit_batch("plateau", data, starts, np.ones((len(starts), 20)))
+    best = int(np.argmin(fitted[1]))
+    fitted = tuple(part[best : best + 1] for part in fitted)
+    assert pd_module._trusted("plateau", data, fitted, np.ones((1, 20)))[0]
+    return data, fitted
+
+
+def test_the_spread_collapses_when_no_counted_patient_carries_its_share(unbalanced_plateau):
+    # The spread set so that the least-observed patient carries two thirds of the bound and the
+    # most-observed more than it: not collapsed with every patient counted, collapsed with only
+    # the least-observed one (weights 0 leave the others out), as a trusted fit's verdict.
+    data, (x, value, gradient, hessian) = unbalanced_plateau
+    h = pd_module._shape_batch("plateau", x[:, 1:-2], data.times)[:, data.time_index]
+    hh = pd_module._per_patient(data, h * h)[0]
+    assert hh.max() > 1.6 * hh.min()
+    share = pd_module._SPREAD_SHARE / 1.5
+    rho = share / (1 - share) / hh.min()
+    small = x.copy()
+    small[:, -2] = x[:, -1] + 0.5 * np.log(rho)
+    alone = (np.arange(data.n_patients) == np.argmin(hh))[None].astype(float)
+    assert not pd_module._collapsed("plateau", data, small, np.ones((1, data.n_patients)))[0]
+    assert pd_module._collapsed("plateau", data, small, alone)[0]
+    both = np.vstack([x, small]), np.repeat(value, 2), np.repeat(gradient, 2), np.repeat(
+        hessian, 2, axis=0
+    )
+    verdicts = pd_module._verdicts("plateau", data, both, np.vstack([alone, alone]))
+    assert verdicts[0] == "" and "spread between subjects collapsed" in verdicts[1]
+
+
+def test_an_estimate_the_hessian_leaves_undetermined_is_not_trusted(unbalanced_plateau):
+    # A minimum (curvature well above rounding) so shallow along the log rate that its standard
+    # error passes the PK fit's bound: the fit, or a refit, with it is not trusted.
+    data, (x, value, gradient, hessian) = unbalanced_plateau
+    shallow = np.diag(np.diag(hessian[0])).copy()
+    shallow[2, 2] = 0.01  # SE of the log rate sqrt(2 / 0.01) = 14, against 2.35
+    both = np.vstack([x, x]), np.repeat(value, 2), np.repeat(gradient, 2), np.stack(
+        [hessian[0], shallow]
+    )
+    verdicts = pd_module._verdicts("plateau", data, both, np.ones((2, data.n_patients)))
+    assert verdicts[0] == "" and "do not determine" in verdicts[1]
 
 
 def test_a_start_with_no_positive_baseline_is_reported_finite_and_not_converged():
     # An endpoint whose values are all negative: no positive baseline minimises the OFV, the
-    # iteration cannot leave its start, and the start is what is reported, not NaN.
+    # iteration cannot leave its start, and the start is what is reported (not NaN), with an
+    # infinite OFV, so that it is never chosen over a fit that has an optimum.
     study = prepare_study(simulated_pd_study("slope", n=8), ROLES)
     data, _ = pd_module._endpoint_data(study, "effect")
     negative = dataclasses.replace(data, y=-np.abs(data.y))
     start = pd_module._starts("slope", data)
     fitted = pd_module._fit_batch("slope", negative, start, np.ones((1, data.n_patients)))
     np.testing.assert_array_equal(fitted[0], start)
-    assert np.isfinite(fitted[1]).all()
-    assert not pd_module._trusted("slope", negative, fitted, np.ones((1, data.n_patients)))[0]
+    assert np.isinf(fitted[1]).all()
+    verdict = pd_module._verdicts("slope", negative, fitted, np.ones((1, data.n_patients)))[0]
+    assert verdict == "no positive baseline minimises the OFV there"
 
 
 def test_a_fit_beyond_the_objectives_bounds_is_not_trusted():
