@@ -171,11 +171,23 @@ def unbalanced_plateau():
     return data, fitted
 
 
+def _beside(fitted, *, x=None, hessian=None):
+    """A batch of two fits: ``fitted`` (a batch of one) and a copy with ``x`` or ``hessian``."""
+    point, value, gradient, curvature = fitted
+    return (
+        np.vstack([point, point if x is None else x]),
+        np.repeat(value, 2),
+        np.repeat(gradient, 2),
+        np.stack([curvature[0], curvature[0] if hessian is None else hessian]),
+    )
+
+
 def test_the_spread_collapses_when_no_counted_patient_carries_its_share(unbalanced_plateau):
     # The spread set so that the least-observed patient carries two thirds of the bound and the
     # most-observed more than it: not collapsed with every patient counted, collapsed with only
     # the least-observed one (weights 0 leave the others out), as a trusted fit's verdict.
-    data, (x, value, gradient, hessian) = unbalanced_plateau
+    data, fitted = unbalanced_plateau
+    x = fitted[0]
     h = pd_module._shape_batch("plateau", x[:, 1:-2], data.times)[:, data.time_index]
     hh = pd_module._per_patient(data, h * h)[0]
     assert hh.max() > 1.6 * hh.min()
@@ -186,9 +198,7 @@ def test_the_spread_collapses_when_no_counted_patient_carries_its_share(unbalanc
     alone = (np.arange(data.n_patients) == np.argmin(hh))[None].astype(float)
     assert not pd_module._collapsed("plateau", data, small, np.ones((1, data.n_patients)))[0]
     assert pd_module._collapsed("plateau", data, small, alone)[0]
-    both = np.vstack([x, small]), np.repeat(value, 2), np.repeat(gradient, 2), np.repeat(
-        hessian, 2, axis=0
-    )
+    both = _beside(fitted, x=small)
     verdicts = pd_module._verdicts("plateau", data, both, np.vstack([alone, alone]))
     assert verdicts[0] == "" and "spread between subjects collapsed" in verdicts[1]
 
@@ -196,12 +206,10 @@ def test_the_spread_collapses_when_no_counted_patient_carries_its_share(unbalanc
 def test_an_estimate_the_hessian_leaves_undetermined_is_not_trusted(unbalanced_plateau):
     # A minimum (curvature well above rounding) so shallow along the log rate that its standard
     # error passes the PK fit's bound: the fit, or a refit, with it is not trusted.
-    data, (x, value, gradient, hessian) = unbalanced_plateau
-    shallow = np.diag(np.diag(hessian[0])).copy()
+    data, fitted = unbalanced_plateau
+    shallow = np.diag(np.diag(fitted[3][0]))
     shallow[2, 2] = 0.01  # SE of the log rate sqrt(2 / 0.01) = 14, against 2.35
-    both = np.vstack([x, x]), np.repeat(value, 2), np.repeat(gradient, 2), np.stack(
-        [hessian[0], shallow]
-    )
+    both = _beside(fitted, hessian=shallow)
     verdicts = pd_module._verdicts("plateau", data, both, np.ones((2, data.n_patients)))
     assert verdicts[0] == "" and "do not determine" in verdicts[1]
 
@@ -221,19 +229,15 @@ def test_a_start_with_no_positive_baseline_is_reported_finite_and_not_converged(
     assert verdict == "no positive baseline minimises the OFV there"
 
 
-def test_a_fit_beyond_the_objectives_bounds_is_not_trusted():
+def test_a_fit_beyond_the_objectives_bounds_is_not_trusted(unbalanced_plateau):
     # The objective clips log coordinates at its bound: a point past it is not the one the OFV
     # was read at, and cannot be trusted however flat the (clipped) OFV is there.
-    study = prepare_study(simulated_pd_study("plateau", n=12), ROLES)
-    fit = fit_pd_endpoint(study, "effect", shapes=("plateau",))
-    weights = np.ones((2, fit.n_patients))
-    value, _, hessian = pd_module._derivatives(
-        partial(pd_module._objective, "plateau", fit.data), fit.x[None], weights[:1]
-    )
-    points = np.vstack([fit.x, fit.x])
-    points[1, 2] = pd_module._LOG_BOUND + 1.0  # the log rate, all else the trusted fit's
-    fitted = (points, np.repeat(value, 2), np.zeros(2), np.repeat(hessian, 2, axis=0))
-    assert pd_module._trusted("plateau", fit.data, fitted, weights).tolist() == [True, False]
+    data, fitted = unbalanced_plateau
+    beyond = fitted[0].copy()
+    beyond[:, 2] = pd_module._LOG_BOUND + 1.0  # the log rate, all else the trusted fit's
+    weights = np.ones((2, data.n_patients))
+    both = _beside(fitted, x=beyond)
+    assert pd_module._trusted("plateau", data, both, weights).tolist() == [True, False]
 
 
 def test_batched_leave_one_out_refits_equal_refits_one_by_one():
