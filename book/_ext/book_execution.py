@@ -13,16 +13,16 @@ again against the new code.
 
 **Execute the chapters side by side.** myst-nb executes each chapter when Sphinx reads it, one
 after another. Before reading, the chapters to be read whose code the execution cache does not
-hold start executing together in the background, as many at a time as the
-``execution_workers`` setting allows (by default one per available CPU, each kernel with its
-share of the CPUs for numpy's threads), while Sphinx reads the pages that execute nothing (the
-API reference). When Sphinx comes to a chapter, the extension waits for it and caches its
-result as myst-nb would; myst-nb then reads every chapter from the cache. A chapter that fails
-(a cell's error, a timeout, a kernel that dies) is not cached, so myst-nb executes it again and
-reports the failure as it always does: a failing chapter runs twice. Ctrl-C stops the kernels
-at once, as it stops myst-nb's own execution. A build that fails before Sphinx has come to
-every chapter starts no other, and waits for those executing (it says so; Ctrl-C stops them)
-to cache them for the next build.
+hold start executing together in the background, as many at a time as the ``execution_workers``
+setting allows (by default one per available CPU, each kernel with its share of the CPUs for
+numpy's threads), those the ``execution_slowest_first`` setting names first, while Sphinx reads
+the pages that execute nothing (the API reference). When Sphinx comes to a chapter, the
+extension waits for it and caches its result as myst-nb would; myst-nb then reads every chapter
+from the cache. A chapter that fails (a cell's error, a timeout, a kernel that dies) is not
+cached, so myst-nb executes it again and reports the failure as it always does: a failing
+chapter runs twice. Ctrl-C stops the kernels at once, as it stops myst-nb's own execution. A
+build that fails before Sphinx has come to every chapter starts no other, and waits for those
+executing (it says so; Ctrl-C stops them) to cache them for the next build.
 
 **Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
 writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
@@ -57,6 +57,7 @@ Load it from ``_config.yml``::
       config:
         execution_depends_on: [synpmx_lite]
         execution_workers: 0  # one per available CPU
+        execution_slowest_first: [book/slow_chapter]  # started first
 """
 
 from __future__ import annotations
@@ -366,6 +367,23 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def slowest_first(stale: list[str], slowest: list[str], found: Iterable[str]) -> list[str]:
+    """The order in which the ``stale`` chapters start: those named in ``slowest`` (the
+    ``execution_slowest_first`` setting) first, in its order, then the others in reading order.
+
+    Started last, a long chapter runs alone while the other CPUs idle; started first, the
+    short ones fill the other CPUs beside it. A name that is not a page of the book is refused:
+    a chapter renamed or moved would otherwise lose its place without a word.
+    """
+    unknown = [name for name in slowest if name not in set(found)]
+    if unknown:
+        raise ConfigError(
+            f"execution_slowest_first names {unknown}, which are not pages of the book "
+            "(docnames such as book/intro, without the suffix)"
+        )
+    return [d for d in slowest if d in stale] + [d for d in stale if d not in slowest]
+
+
 def check_execution_workers(app: Sphinx, config: Config) -> None:
     """Refuse an ``execution_workers`` that is not 0 or a positive whole number."""
     workers = config.execution_workers
@@ -515,7 +533,8 @@ def execute_side_by_side(app: Sphinx, env: BuildEnvironment, docnames: list[str]
     if workers < 2:
         return  # nothing to gain: myst-nb executes the chapter as it reads it
     logger.info(f"[book_execution] executing {len(stale)} chapters, {workers} at a time")
-    running = _RUNNING[app] = _SideBySide(stale, workers)
+    order = slowest_first(list(stale), app.config.execution_slowest_first, env.found_docs)
+    running = _RUNNING[app] = _SideBySide({d: stale[d] for d in order}, workers)
     docnames[:] = [d for d in docnames if d not in stale] + list(stale)
     if app.parallel > 1:  # pages read in forked processes cannot wait on these threads
         for docname in stale:
@@ -566,6 +585,8 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("execution_depends_on", [], "env", [list])
     # Chapters executed at a time; 0 means one per available CPU.
     app.add_config_value("execution_workers", 0, "", [int])
+    # Chapters (docnames) that start executing first, slowest first.
+    app.add_config_value("execution_slowest_first", [], "", [list])
     app.connect("config-inited", check_execution_workers)
     # After myst-nb (priority 500) has resolved the cache and output folders.
     app.connect("builder-inited", clear_stale_cache, priority=900)

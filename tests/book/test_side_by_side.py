@@ -135,6 +135,18 @@ def test_execution_workers_must_be_zero_or_a_positive_whole_number(workers):
         book_execution.check_execution_workers(None, config)
 
 
+def test_the_chapters_named_slowest_start_first_and_the_others_keep_their_order():
+    found = ["a", "b", "c", "d", "index"]
+    order = book_execution.slowest_first(["a", "b", "c", "d"], ["c", "index", "a"], found)
+    # "index" executes nothing here (not stale): it takes no place.
+    assert order == ["c", "a", "b", "d"]
+
+
+def test_a_slowest_chapter_that_is_not_a_page_is_refused():
+    with pytest.raises(ConfigError, match=r"execution_slowest_first names \['gone'\]"):
+        book_execution.slowest_first(["a"], ["a", "gone"], ["a"])
+
+
 def test_kernels_side_by_side_get_a_share_of_the_cpus_only_while_they_run(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
