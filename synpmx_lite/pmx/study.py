@@ -596,6 +596,44 @@ def _numeric(data: pd.DataFrame, column: str, role: str) -> np.ndarray:
     return values
 
 
+def _groups(*keys: np.ndarray) -> np.ndarray:
+    """Each row's group, rows equal in every key together, numbered in order of first
+    appearance (``pandas.factorize`` of the keys' rows, without building a MultiIndex)."""
+    groups = np.zeros(len(keys[0]), dtype=np.int64)
+    for key in keys:
+        codes, uniques = pd.factorize(key)
+        # Renumbered at each key, so the combined number stays below the rows squared.
+        groups = pd.factorize(groups * (len(uniques) + 1) + codes)[0]
+    return groups
+
+
+def _rank_within(groups: np.ndarray) -> np.ndarray:
+    """Each row's place among the rows of its group, in order (``groupby(...).cumcount()``)."""
+    order = np.argsort(groups, kind="stable")
+    ordered = groups[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]][: groups.size])
+    rank = np.empty(groups.size, dtype=np.int64)
+    rank[order] = np.arange(groups.size) - np.repeat(starts, np.diff(np.r_[starts, groups.size]))
+    return rank
+
+
+def _group_minima(groups: np.ndarray, values: np.ndarray, largest: int) -> np.ndarray:
+    """The smallest of ``values`` in each group ``0..largest``; NaN in a group without rows."""
+    minima = np.full(largest + 1, np.nan)
+    order = np.argsort(groups, kind="stable")
+    ordered = groups[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]][: groups.size])
+    if groups.size:
+        minima[ordered[starts]] = np.minimum.reduceat(values[order], starts)
+    return minima
+
+
+def _block_firsts(codes: np.ndarray) -> np.ndarray:
+    """For each row of contiguous blocks of ``codes``, the position of its block's first row."""
+    starts = np.r_[True, codes[1:] != codes[:-1]][: codes.size]
+    return np.maximum.accumulate(np.where(starts, np.arange(codes.size), 0))
+
+
 def _row_labels(labels: pd.Index, shown: int = 6) -> str:
     """Row labels for a message: the first few, and how many more."""
     first = ", ".join(map(str, labels[:shown]))
@@ -651,18 +689,17 @@ def _refuse_copies(
     and help a value that one patient holds past every threshold, and hide that patient's
     influence from the leave-one-out readings.
     """
-    columns = list(roles.columns)
-    within = data[columns].assign(_period=period)
-    duplicated = within.duplicated(keep=False).to_numpy()
+    # Each column's values as codes (a missing value is one), so that rows compare as codes.
+    coded = {c: pd.factorize(data[c], use_na_sentinel=False)[0] for c in roles.columns}
+    within = _groups(*coded.values(), np.asarray(period))
+    duplicated = np.bincount(within)[within] > 1
     if duplicated.any():
         raise ValueError(
             f"data has duplicated rows {_row_labels(data.index[duplicated])} (equal in every "
             "column the roles name, in the same dosing period): remove the copies"
         )
-    hashed = pd.util.hash_pandas_object(
-        data[[c for c in columns if c != roles.id]], index=False
-    ).to_numpy()
-    records = _period_records(codes, np.asarray(period), hashed, np.asarray(measured, bool))
+    rows = _groups(*(values for c, values in coded.items() if c != roles.id))
+    records = _period_records(codes, np.asarray(period), rows, np.asarray(measured, bool))
     # Only blocks with a measured value can be told apart from a design that repeats itself.
     records = records[records["measured"]]
     copied = records["rows"].duplicated(keep=False).to_numpy()
@@ -680,14 +717,15 @@ def _refuse_copies(
 
 
 def _period_records(
-    codes: np.ndarray, period: np.ndarray, hashed: np.ndarray, measured: np.ndarray
+    codes: np.ndarray, period: np.ndarray, rows: np.ndarray, measured: np.ndarray
 ) -> pd.DataFrame:
-    """Each patient's period in order of first appearance: ``patient``, ``period``, its rows'
-    hashes in order (``rows``, as bytes) and whether it holds a measured value."""
-    block, _ = pd.factorize(pd.MultiIndex.from_arrays([codes, period]))
+    """Each patient's period in order of first appearance: ``patient``, ``period``, its rows
+    in order (``rows``: each row's number among the distinct rows, as bytes) and whether it
+    holds a measured value."""
+    block = _groups(codes, period)
     order = np.argsort(block, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(block[order]) != 0])
-    rows = hashed[order]
+    rows = rows[order]
     ends = np.r_[starts[1:], rows.size]
     return pd.DataFrame(
         {
@@ -701,7 +739,7 @@ def _period_records(
 
 def _padded(table: pd.DataFrame, columns: list[str], n: int, fill: float) -> list[np.ndarray]:
     """Per-patient rows of ``table`` as ``(n, max rows)`` arrays, padded with ``fill``."""
-    position = table.groupby("patient").cumcount().to_numpy()
+    position = _rank_within(table["patient"].to_numpy())
     width = max(int(position.max()) + 1 if len(table) else 1, 1)
     patient = table["patient"].to_numpy()
     arrays = []
@@ -804,7 +842,9 @@ def prepare_study(data: pd.DataFrame, roles: PmxRoles, *, min_patients: int = 3)
     else:
         # Counted afresh in each period: a visit is (period, visit), and counting on across
         # periods would set a patient's second period apart by their first one's samples.
-        observations["visit"] = observations.groupby(["patient", "period", "endpoint"]).cumcount()
+        observations["visit"] = _rank_within(
+            _groups(*(observations[c].to_numpy() for c in ("patient", "period", "endpoint")))
+        )
     if roles.fit_pk and roles.model.route == "oral":
         depot = ~doses["central"].to_numpy()
         if (doses["duration"].to_numpy()[depot] > 0).any():
@@ -965,7 +1005,7 @@ def _refuse_doses_before_steady_state(
     """Refuse a steady-state dose after another dose of its patient and period: NONMEM's SS=1
     resets the system there, which the engine does not model. ``doses`` is indexed by the
     data's row labels."""
-    later = doses.groupby(["patient", "period"]).cumcount().to_numpy() > 0
+    later = _rank_within(_groups(doses["patient"].to_numpy(), doses["period"].to_numpy())) > 0
     bad = later & (doses["interval"].to_numpy() > 0)
     if bad.any():
         patient = ids[doses.loc[bad, "patient"].iloc[0]]
@@ -991,7 +1031,9 @@ def _dosing_periods(
             "rows by time (a new dosing period after a washout starts again with a dose), or "
             "give two patients sharing this ID their own IDs"
         )
-    return pd.Series(back.astype(int)).groupby(codes).cumsum().to_numpy()
+    # A patient's rows are one block (_patients), and time cannot go back at its first row.
+    started = np.cumsum(back)
+    return started - started[_block_firsts(codes)]
 
 
 def _refuse_changing_baseline(
@@ -1001,8 +1043,10 @@ def _refuse_changing_baseline(
     read at the first row, and a later value would be ignored (two patients under one ID, or a
     time-varying covariate the engine does not model). The arm may change between the dosing
     periods of a crossover; it is read at the first row."""
+    firsts = _block_firsts(codes)  # a patient's rows are one block (_patients)
     for column in [c for c in roles.covariates + roles.keep if c not in roles.varying]:
-        changes = data[column].groupby(codes).nunique(dropna=False).to_numpy() > 1
+        values = pd.factorize(data[column], use_na_sentinel=False)[0]  # a missing value is one
+        changes = np.bincount(codes, weights=values != values[firsts], minlength=len(ids)) > 0
         if changes.any():
             raise ValueError(
                 f"covariate {column!r} changes within patient {ids[np.argmax(changes)]!r}: "
@@ -1157,10 +1201,9 @@ def _refuse_early_observations(
     doses: pd.DataFrame, observations: pd.DataFrame, ids: np.ndarray
 ) -> None:
     """Refuse observations before the first dose of their patient and period."""
-    first_dose = doses.groupby(["patient", "period"])["time"].min()
-    key = pd.MultiIndex.from_arrays([observations["patient"], observations["period"]])
-    first = first_dose.reindex(key).to_numpy()
-    early = ~(observations["time"].to_numpy() >= first)  # NaN: no dose in that period
+    groups = _groups(*(np.r_[doses[c], observations[c]] for c in ("patient", "period")))
+    first = _group_minima(groups[: len(doses)], doses["time"].to_numpy(), groups.max(initial=-1))
+    early = ~(observations["time"].to_numpy() >= first[groups[len(doses) :]])  # NaN: no dose
     if early.any():
         bad = ids[observations.loc[early, "patient"].iloc[0]]
         raise ValueError(

@@ -3,7 +3,10 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from synpmx_lite.pmx import study
 from synpmx_lite.pmx.pk import PkModel
 from synpmx_lite.pmx.study import DATASETS, load_dataset, pmx_roles, prepare_study
 
@@ -217,3 +220,35 @@ def test_visits_without_nominal_times_are_counted_afresh_each_period():
     # Each second-occasion visit is the k-th sample of that occasion for every patient.
     rank = second.groupby("patient").cumcount()
     assert (second["visit"].to_numpy() == rank.to_numpy()).all()
+
+
+_KEYS = st.integers(0, 40).flatmap(
+    lambda n: st.tuples(*(st.lists(st.integers(0, 3), min_size=n, max_size=n) for _ in range(3)))
+)
+
+
+@given(_KEYS, st.lists(st.floats(-5, 5), min_size=40, max_size=40))
+def test_the_grouping_helpers_agree_with_pandas(keys, values):
+    """prepare_study's numpy grouping gives what pandas' groupby and factorize give."""
+    patient, period, endpoint = (np.array(k, dtype=np.int64) for k in keys)
+    endpoint = np.array(["PK", "PD", "E", "F"])[endpoint]
+    frame = pd.DataFrame({"patient": patient, "period": period, "endpoint": endpoint})
+    groups = study._groups(patient, period, endpoint)
+    if len(patient):  # pandas does not factorize an empty MultiIndex
+        pairs = pd.MultiIndex.from_arrays([patient, period])
+        assert (study._groups(patient, period) == pd.factorize(pairs)[0]).all()
+    expected = frame.groupby(["patient", "period", "endpoint"]).cumcount().to_numpy()
+    assert (study._rank_within(groups) == expected).all()
+    values = np.array(values[: len(patient)])
+    minima = study._group_minima(groups, values, groups.max(initial=-1) + 1)
+    assert np.isnan(minima[-1])  # a group without rows
+    np.testing.assert_array_equal(
+        minima[groups],
+        frame.assign(v=values)
+        .groupby(["patient", "period", "endpoint"])["v"]
+        .transform("min")
+        .to_numpy(),
+    )
+    ordered = np.sort(patient)
+    firsts = pd.Series(np.arange(ordered.size)).groupby(ordered).transform("min").to_numpy()
+    assert (study._block_firsts(ordered) == firsts).all()
