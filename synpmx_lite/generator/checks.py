@@ -1571,8 +1571,8 @@ def _untimed(doses: object) -> list:
 def _majority_route(doses: pd.DataFrame) -> str:
     """The route most of an arm's patients took in a dosing period (``doses``, the arm's
     doses in it), the depot's on a tie: the route of every planned dose there."""
-    iv = doses.loc[doses["central"], "patient"].nunique()
-    oral = doses.loc[~doses["central"], "patient"].nunique()
+    central, patient = doses["central"].to_numpy(dtype=bool), doses["patient"].to_numpy()
+    iv, oral = np.unique(patient[central]).size, np.unique(patient[~central]).size
     return "iv" if iv > oral else "oral"
 
 
