@@ -10,6 +10,7 @@ inside the package.
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -81,10 +82,12 @@ def layer(module: str) -> str:
     return head if head in ALLOWED or module == ROOT else ""
 
 
+@functools.cache
 def import_graph(package: Path) -> dict[str, set[str]]:
     """Each module's imports of the package's modules. The top-level ``__init__`` imports none
     (it hands on the public API from every layer), but an import of it, or of a name it holds,
-    is an edge to :data:`ROOT`."""
+    is an edge to :data:`ROOT`. Read once per package (three tests read the package's; each
+    broken package is a test's own folder)."""
     modules = {module_name(path, package): path for path in package.rglob("*.py")}
     modules.pop("", None)
     graph = {}
