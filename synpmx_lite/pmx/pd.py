@@ -56,6 +56,7 @@ from functools import cached_property, partial
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from .._validation import check_array, check_real
 from .population import _UNDETERMINED_LOG_SE, FitWarning
@@ -173,46 +174,39 @@ class _Data:
         return self.starts.size
 
     @cached_property
-    def at_times(self) -> np.ndarray:
-        """``(T, n)``: how many observations each patient has at each distinct time."""
-        return self._at_times(None)
-
-    @cached_property
-    def y_at_times(self) -> np.ndarray:
-        """``(T, n)``: the sum of each patient's observations at each distinct time."""
-        return self._at_times(self.y)
-
-    def _at_times(self, weights: np.ndarray | None) -> np.ndarray:
-        cells = self.time_index * self.n_patients + self.patient
-        shape = (self.times.size, self.n_patients)
-        return np.bincount(cells, weights, minlength=shape[0] * shape[1]).reshape(shape) * 1.0
+    def patients(self) -> sparse.csr_array:
+        """``(n, N)``: which patient each observation is, to sum them patient by patient."""
+        ones = np.ones(self.y.size)
+        shape = (self.n_patients, self.y.size)
+        return sparse.csr_array((ones, (self.patient, np.arange(self.y.size))), shape=shape)
 
 
 def _per_patient(data: _Data, values: np.ndarray) -> np.ndarray:
-    return np.add.reduceat(values, data.starts, axis=-1)
+    """Each patient's sum ``(B, n)`` of ``values`` ``(B, N)`` at their observations.
 
-
-def _shape_sums(shape: str, data: _Data, z: np.ndarray) -> tuple:
-    """The shape ``(B, N)`` at each observation for shape parameters ``z`` ``(B, m)``, and
-    each patient's sums ``h'h`` and ``h'y`` ``(B, n)``.
-
-    A design has few distinct times: the shape is evaluated once at each, and the sums are
-    products with the patients' counts and sums of observations at those times.
+    A sparse product: several times faster than ``numpy.add.reduceat`` over a patient's few
+    observations, and each sum is taken in the observations' order whatever the batch's size
+    (the Newton iteration compares values computed in batches of different sizes).
     """
-    h = _shape_batch(shape, z, data.times)
-    return h[:, data.time_index], (h * h) @ data.at_times, h @ data.y_at_times
+    return (data.patients @ values.T).T
+
+
+def _shape_at(shape: str, data: _Data, z: np.ndarray) -> np.ndarray:
+    """The shape ``(B, N)`` at each observation for shape parameters ``z`` ``(B, m)``,
+    evaluated once at each of the design's distinct times."""
+    return _shape_batch(shape, z, data.times)[:, data.time_index]
 
 
 def _ofv_terms(shape: str, data: _Data, x: np.ndarray) -> np.ndarray:
     """Each patient's OFV term ``(B, n)`` at internal points ``x`` ``(B, k)``."""
     x = np.clip(x, -1e6, 1e6)
     baseline = np.exp(np.clip(x[:, :1], -_LOG_BOUND, _LOG_BOUND))
-    h, hh, hy = _shape_sums(shape, data, x[:, 1:-2])
+    h = _shape_at(shape, data, x[:, 1:-2])
     omega2 = np.exp(2 * np.clip(x[:, -2:-1], -_LOG_BOUND, _LOG_BOUND))
     sigma2 = np.exp(2 * np.clip(x[:, -1:], -_LOG_BOUND, _LOG_BOUND))
     r = data.y - baseline * h
-    hr = hy - baseline * hh
-    # The sum of squares from the residuals, not expanded (see _profile).
+    hh = _per_patient(data, h * h)
+    hr = _per_patient(data, h * r)
     rr = _per_patient(data, r * r)
     ratio = omega2 / sigma2
     lift = 1 + ratio * hh
@@ -254,16 +248,17 @@ def _profile(shape: str, data: _Data, p: np.ndarray, w: np.ndarray) -> tuple:
     :math:`L_i = 1 + \rho\, h_i^\top h_i`, and :math:`\sigma^2 = S / N`.
     """
     p = np.clip(p, -1e6, 1e6)
-    h, hh, hy = _shape_sums(shape, data, p[:, :-1])
+    h = _shape_at(shape, data, p[:, :-1])
     rho = np.exp(2 * np.clip(p[:, -1:], -2 * _LOG_BOUND, 2 * _LOG_BOUND))
+    hh = _per_patient(data, h * h)
+    hy = _per_patient(data, h * data.y)
     lift = 1 + rho * hh
     a = (w * hy / lift).sum(axis=-1)
     b = (w * hh / lift).sum(axis=-1)
-    # The sum of squares from the residuals at that baseline, not expanded: that would cancel
-    # to the last digits of a large number, and the Newton iteration stalls on their noise.
-    # h'r expanded loses no more than the baseline's ratio to a patient's deviation from it.
+    # The residuals at that baseline, not the sums of squares expanded: those cancel to the
+    # last digits of a large number, and the Newton iteration stalls on their noise.
     r = data.y - (a / b)[:, None] * h
-    rr, hr = _per_patient(data, r * r), hy - (a / b)[:, None] * hh
+    rr, hr = _per_patient(data, r * r), _per_patient(data, h * r)
     counts = (w * data.counts).sum(axis=-1)
     sigma2 = (w * (rr - rho * hr**2 / lift)).sum(axis=-1) / counts
     value = counts * (np.log(sigma2) + 1) + (w * np.log(lift)).sum(axis=-1)
@@ -433,8 +428,9 @@ def _undetermined(hessian: np.ndarray) -> np.ndarray:
 def _collapsed(shape: str, data: _Data, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Whether the baseline's spread of each fit ``(B,)`` carries under :data:`_SPREAD_SHARE`
     of every counted patient's variance along its shape (``weights`` above 0)."""
+    h = _shape_at(shape, data, x[:, 1:-2])
     rho = np.exp(2 * np.clip(x[:, -2:-1] - x[:, -1:], -2 * _LOG_BOUND, 2 * _LOG_BOUND))
-    carried = rho * _shape_sums(shape, data, x[:, 1:-2])[1]
+    carried = rho * _per_patient(data, h * h)
     share = np.where(weights > 0, carried / (1 + carried), 0.0).max(axis=1)
     return ~(share >= _SPREAD_SHARE)
 

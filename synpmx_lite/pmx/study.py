@@ -596,6 +596,14 @@ def _numeric(data: pd.DataFrame, column: str, role: str) -> np.ndarray:
     return values
 
 
+def _value_codes(column: pd.Series, *, as_text: bool = False) -> np.ndarray:
+    """A code for each of ``column``'s values, every missing value one code; with
+    ``as_text``, an object column's values by their text (``1`` and ``"1"`` alike)."""
+    if as_text and column.dtype == object:
+        column = column.astype(str).where(column.notna())
+    return pd.factorize(column, use_na_sentinel=False)[0]
+
+
 def _groups(*keys: np.ndarray) -> np.ndarray:
     """Each row's group, rows equal in every key together, numbered in order of first
     appearance (``pandas.factorize`` of the keys' rows, without building a MultiIndex)."""
@@ -689,16 +697,16 @@ def _refuse_copies(
     and help a value that one patient holds past every threshold, and hide that patient's
     influence from the leave-one-out readings.
     """
-    # Each column's values as codes (a missing value is one), so that rows compare as codes.
-    coded = {c: pd.factorize(data[c], use_na_sentinel=False)[0] for c in roles.columns}
-    within = _groups(*coded.values(), np.asarray(period))
+    within = _groups(*(_value_codes(data[c]) for c in roles.columns), np.asarray(period))
     duplicated = np.bincount(within)[within] > 1
     if duplicated.any():
         raise ValueError(
             f"data has duplicated rows {_row_labels(data.index[duplicated])} (equal in every "
             "column the roles name, in the same dosing period): remove the copies"
         )
-    rows = _groups(*(values for c, values in coded.items() if c != roles.id))
+    # By their text: the engine reads an arm or an endpoint 1 and "1" alike (astype(str)).
+    spelled = [_value_codes(data[c], as_text=True) for c in roles.columns if c != roles.id]
+    rows = _groups(*spelled)
     records = _period_records(codes, np.asarray(period), rows, np.asarray(measured, bool))
     # Only blocks with a measured value can be told apart from a design that repeats itself.
     records = records[records["measured"]]
