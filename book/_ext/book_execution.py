@@ -375,7 +375,8 @@ def slowest_first(stale: list[str], slowest: list[str], found: Iterable[str]) ->
     short ones fill the other CPUs beside it. A name that is not a page of the book is refused:
     a chapter renamed or moved would otherwise lose its place without a word.
     """
-    unknown = [name for name in slowest if name not in set(found)]
+    pages = set(found)
+    unknown = [name for name in slowest if name not in pages]
     if unknown:
         raise ConfigError(
             f"execution_slowest_first names {unknown}, which are not pages of the book "
