@@ -16,13 +16,15 @@ after another. Before reading, the chapters to be read whose code the execution 
 hold start executing together in the background, as many at a time as the ``execution_workers``
 setting allows (by default one per available CPU, each kernel with its share of the CPUs for
 numpy's threads), those the ``execution_slowest_first`` setting names first, while Sphinx reads
-the pages that execute nothing (the API reference). When Sphinx comes to a chapter, the
-extension waits for it and caches its result as myst-nb would; myst-nb then reads every chapter
-from the cache. A chapter that fails (a cell's error, a timeout, a kernel that dies) is not
-cached, so myst-nb executes it again and reports the failure as it always does: a failing
-chapter runs twice. Ctrl-C stops the kernels at once, as it stops myst-nb's own execution. A
-build that fails before Sphinx has come to every chapter starts no other, and waits for those
-executing (it says so; Ctrl-C stops them) to cache them for the next build.
+the pages that execute nothing (the API reference). Their kernels skip a grammar jsonschema
+would build on import and no chapter uses (``KERNEL_WITHOUT_RFC3987_SYNTAX``). When Sphinx
+comes to a chapter, the extension waits for it and caches its result as myst-nb would; myst-nb
+then reads every chapter from the cache. A chapter that fails (a cell's error, a timeout, a
+kernel that dies) is not cached, so myst-nb executes it again and reports the failure as it
+always does: a failing chapter runs twice. Ctrl-C stops the kernels at once, as it stops
+myst-nb's own execution. A build that fails before Sphinx has come to every chapter starts no
+other, and waits for those executing (it says so; Ctrl-C stops them) to cache them for the next
+build.
 
 **Keep failing until mended.** With ``nb_execution_raise_on_error: false`` (so that myst-nb
 writes a failing chapter's report), Sphinx keeps a failed chapter as read, and the next build
@@ -329,11 +331,24 @@ def _execute(chapter: _Chapter, kernel_manager_class: type) -> ExecutionResult |
         return error
 
 
+# A chapter's first glue() imports nbformat, and so jsonschema, which imports rfc3987_syntax
+# where it is installed (jsonschema[format-nongpl], which jupyter-events requires) and so
+# builds that package's Lark grammar: 0.75 s of CPU in every kernel, for the "iri" string
+# formats, which nothing in a chapter validates (jsonschema PR 1521 moves to a fork that loads
+# it lazily). The kernels started here go without it, as the tests' builds do
+# (tests/conftest.py): a module set to None fails to import, and jsonschema skips those two
+# formats. __import__ leaves no name in the chapter's namespace.
+KERNEL_WITHOUT_RFC3987_SYNTAX = (
+    "--IPKernelApp.exec_lines=__import__('sys').modules.setdefault('rfc3987_syntax', None)"
+)
+
+
 class _Kernels:
     """The kernels of the chapters executing side by side, so that Ctrl-C can stop them.
 
     myst-nb executes in the main thread and stops its kernel on Ctrl-C; the threads here would
     wait for every running chapter to finish (up to its timeout) before the build stopped.
+    An IPython kernel started here skips ``rfc3987_syntax`` (``KERNEL_WITHOUT_RFC3987_SYNTAX``).
     """
 
     def __init__(self) -> None:
@@ -346,6 +361,12 @@ class _Kernels:
                 super().__init__(**kwargs)
                 with kernels._lock:
                     kernels._managers.append(self)
+
+            def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+                command = super().format_kernel_cmd(extra_arguments)
+                if any("ipykernel" in part for part in command):
+                    command.append(KERNEL_WITHOUT_RFC3987_SYNTAX)
+                return command
 
         self.manager_class = TrackedKernelManager
 

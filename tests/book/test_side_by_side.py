@@ -227,3 +227,41 @@ def test_a_chapter_whose_execution_raises_anything_is_left_to_myst_nb(
     running = book_execution._SideBySide({"chapter": chapter}, workers=1)
     assert returns_within(10, running.collect, "chapter"), "the build waits for ever"
     assert [type(result) for result in results] == [asyncio.CancelledError]
+
+
+async def _run_in_kernel(manager_class: type, code: str) -> str:
+    """What ``code`` prints in a kernel that ``manager_class`` starts."""
+    manager = manager_class(kernel_name="python3")
+    await manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    printed = []
+    try:
+        await client.wait_for_ready(timeout=60)
+        await client.execute_interactive(
+            code,
+            timeout=60,
+            output_hook=lambda msg: printed.append(msg["content"].get("text", "")),
+        )
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
+    return "".join(printed)
+
+
+def test_the_kernels_skip_rfc3987_syntax_and_leave_the_namespace_alone():
+    # jsonschema (myst-nb's glue imports it) builds rfc3987_syntax's grammar on import where
+    # that is installed: 0.75 s in every chapter's kernel. The kernels go without it, jsonschema
+    # still validates, and the chapter's namespace holds no name it did not define.
+    manager_class = book_execution._Kernels().manager_class
+    command = manager_class(kernel_name="python3").format_kernel_cmd()
+    assert command[-1] == book_execution.KERNEL_WITHOUT_RFC3987_SYNTAX
+    printed = asyncio.run(
+        _run_in_kernel(
+            manager_class,
+            "import jsonschema\n"
+            "jsonschema.validate(1, {'type': 'integer'})\n"
+            "print(__import__('sys').modules['rfc3987_syntax'], 'sys' in dir())",
+        )
+    )
+    assert printed.split() == ["None", "False"]
