@@ -319,25 +319,52 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     sizes = np.array([arm["patients"] for arm in fingerprint.arms], dtype=float)
     arm_of = rng.choice(sizes.size, size=n, p=sizes / sizes.sum())
     covariates = _draw_covariates(fingerprint, n, rng)
-    model = fingerprint.pk_model
-    theta = None
-    if model is not None:
-        typical = np.array([fingerprint.typical[p] for p in model.parameters])
-        eta = _random_effects(fingerprint, model, n, rng)
-        theta = typical * np.exp(_covariate_shift(fingerprint, covariates, model) + eta)
+    theta = _patient_parameters(fingerprint, covariates, rng)
     doses_of = _dose_table(fingerprint, arm_of, rng)
-    dose_time, dose_amount, dose_duration, dose_period, dose_central = doses_of
     ids = np.array([synthetic_id(i) for i in range(n)], dtype=object)
-    observations = (
+    observations = _observation_records(fingerprint, theta, ids, doses_of, rng)
+    table = _event_table(fingerprint, [_dose_records(fingerprint, ids, doses_of), *observations])
+    table["arm"] = np.array([arm["arm"] for arm in fingerprint.arms], dtype=object)[arm_of][
+        table["patient"].to_numpy()
+    ]
+    for name, values in covariates.items():
+        table[name] = values[table["patient"].to_numpy()]
+    keep = _kept_columns(fingerprint, arm_of[table["patient"].to_numpy()])
+    table = table.assign(**keep)
+    names = _column_names(source, bool(doses_of[-1].any()))
+    columns = list(names) + list(covariates) + list(keep)
+    return table[columns].rename(columns=names).reset_index(drop=True)
+
+
+def _patient_parameters(
+    fingerprint: Fingerprint, covariates: dict[str, np.ndarray], rng: np.random.Generator
+) -> np.ndarray | None:
+    """Each synthetic patient's PK parameters ``(n, p)``: the typical values moved by the
+    covariate effects and the patient's random effects; None without a PK model."""
+    model = fingerprint.pk_model
+    if model is None:
+        return None
+    typical = np.array([fingerprint.typical[p] for p in model.parameters])
+    eta = _random_effects(fingerprint, model, fingerprint.cohort_size, rng)
+    return typical * np.exp(_covariate_shift(fingerprint, covariates, model) + eta)
+
+
+def _observation_records(
+    fingerprint: Fingerprint,
+    theta: np.ndarray | None,
+    ids: np.ndarray,
+    doses_of: tuple,
+    rng: np.random.Generator,
+) -> list[pd.DataFrame]:
+    """The synthetic patients' observation records: PK, then each graded and each PD endpoint
+    in the order of their names (the order of the draws)."""
+    dose_time, dose_amount, _, dose_period, _ = doses_of
+    pk = (
         _pk_observations(fingerprint, theta, ids, doses_of, rng)
-        if model is not None
+        if theta is not None
         else pd.DataFrame()
     )
-    arm_labels = np.array([arm["arm"] for arm in fingerprint.arms], dtype=object)[arm_of]
-    given = dose_amount > 0
-    given_duration = dose_duration[given]
-    patient_dose, _ = np.nonzero(given)
-    graded_rows = [
+    graded = [
         _graded_observations(
             name, levels, fingerprint, ids, dose_time, dose_amount, dose_period, rng
         )
@@ -347,22 +374,38 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         _pd_observations(name, pd_model, fingerprint, ids, dose_time, dose_amount, dose_period, rng)
         for name, pd_model in sorted(fingerprint.pd.items())
     ]
+    return [pk, *pd_rows, *graded]
+
+
+def _dose_records(fingerprint: Fingerprint, ids: np.ndarray, doses_of: tuple) -> pd.DataFrame:
+    """One record per dose given (``evid`` 1), with its rate and NONMEM's compartment: the
+    depot (1) of an oral model, or its central one (2)."""
+    dose_time, dose_amount, dose_duration, dose_period, dose_central = doses_of
+    given = dose_amount > 0
+    duration = dose_duration[given]
+    patient, _ = np.nonzero(given)
     doses = pd.DataFrame(
         {
-            "id": ids[patient_dose],
+            "id": ids[patient],
             "period": dose_period[given],
             "time": dose_time[given],
             "amt": dose_amount[given],
             "dv": 0.0,
             "evid": 1,
-            "rate": dose_amount[given] / np.where(given_duration > 0, given_duration, np.inf),
-            "patient": patient_dose,
-            # NONMEM's compartments: the depot (1) of an oral model, or its central one (2)
+            "rate": dose_amount[given] / np.where(duration > 0, duration, np.inf),
+            "patient": patient,
             "cmt": np.where(dose_central[given], 2, 1),
         }
     )
     doses["dvid"] = fingerprint.pk_endpoint or ""
-    table = pd.concat([doses, observations, *pd_rows, *graded_rows], ignore_index=True)
+    return doses
+
+
+def _event_table(fingerprint: Fingerprint, records: list[pd.DataFrame]) -> pd.DataFrame:
+    """The records in NONMEM's order (each patient's doses before the observations at their
+    time), with MDV, no ADDL, II or SS, the compartment each observation is read in and the
+    nominal times."""
+    table = pd.concat(records, ignore_index=True)
     if not (table["evid"] == 0).any():
         raise ValueError("the fingerprint has no visit with enough patients to simulate")
     table = table.sort_values(
@@ -374,14 +417,13 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
     observed_in = 2 if oral else 1  # NONMEM's central compartment of the released model
     table["cmt"] = np.where(table["evid"] == 1, table["cmt"], observed_in).astype(int)
     table["nominal_time"] = table["time"]
-    table["arm"] = arm_labels[table["patient"].to_numpy()]
-    for name, values in covariates.items():
-        table[name] = values[table["patient"].to_numpy()]
+    return table
+
+
+def _kept_columns(fingerprint: Fingerprint, arm_of_row: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns released per arm (``keep``), each row given its arm's value."""
     keep = {}
     for column in sorted({c for arm in fingerprint.arms for c in arm["keep"]}):
         values = np.array([arm["keep"].get(column) for arm in fingerprint.arms], dtype=object)
-        keep[column] = values[arm_of][table["patient"].to_numpy()]
-    table = table.assign(**keep)
-    names = _column_names(source, bool(dose_central.any()))
-    columns = list(names) + list(covariates) + list(keep)
-    return table[columns].rename(columns=names).reset_index(drop=True)
+        keep[column] = values[arm_of_row]
+    return keep

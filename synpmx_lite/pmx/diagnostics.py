@@ -239,8 +239,9 @@ def visual_predictive_check(
     prediction_corrected: bool = False,
     bins: int = 10,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A visual predictive check: the observed 5th, 50th and 95th percentiles of each time bin
-    beside the 95 % intervals of the same percentiles over studies simulated from the fit.
+    """A visual predictive check: the observed percentiles of each time bin
+    (:data:`VPC_PERCENTILES`) beside the intervals (:data:`VPC_INTERVAL`) of the same
+    percentiles over studies simulated from the fit.
 
     Each replicate draws every patient's random effects from :math:`N(0, \\Omega)` and each
     observation's residual error at the fitted variance, at the study's own doses and times.
@@ -397,7 +398,8 @@ def goodness_of_fit_plot(residuals: pd.DataFrame) -> p9.ggplot:
 
 def vpc_plot(observed: pd.DataFrame, percentiles: pd.DataFrame, *, ylabel: str) -> p9.ggplot:
     """The visual predictive check of :func:`visual_predictive_check`: observed values as
-    points, observed percentiles as lines, simulated 95 % intervals of each as bands."""
+    points, observed percentiles as lines, the simulated intervals of each
+    (:data:`VPC_INTERVAL`) as bands."""
     # Named in the percentiles' numeric order, so the legend reads low to high; the median is
     # coloured apart from the tails.
     order = np.sort(percentiles["percentile"].unique())

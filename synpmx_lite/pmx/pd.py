@@ -665,27 +665,19 @@ def fit_pd_endpoint(
     data, patients = _endpoint_data(study, endpoint)
     if data.n_patients < 3:
         raise ValueError(f"endpoint {endpoint!r} has {data.n_patients} patients; at least 3")
-    weights = np.ones((1, data.n_patients))
-    rows, fits = [], {}
-    for shape in shapes:
-        starts = _starts(shape, data)
-        fitted = _fit_batch(shape, data, starts, np.repeat(weights, len(starts), 0))
-        x, value = fitted[:2]
-        best = int(np.argmin(value))
-        verdict = _verdicts(shape, data, fitted, np.repeat(weights, len(starts), 0))[best]
-        converged = verdict == ""
-        k = x.shape[1]
-        fits[shape] = (x[best], float(value[best]), verdict)
-        rows.append(
+    fits = {shape: _best_start(shape, data) for shape in shapes}
+    candidates = pd.DataFrame(
+        [
             {
                 "shape": shape,
-                "parameters": k,
-                "ofv": float(value[best]),
-                "aic": float(value[best]) + 2 * k,
-                "converged": converged,
+                "parameters": x.size,
+                "ofv": value,
+                "aic": value + 2 * x.size,
+                "converged": verdict == "",
             }
-        )
-    candidates = pd.DataFrame(rows)
+            for shape, (x, value, verdict) in fits.items()
+        ]
+    )
     pool = candidates[candidates["converged"]] if candidates["converged"].any() else candidates
     shape = str(pool.loc[pool["aic"].idxmin(), "shape"])
     x, ofv, verdict = fits[shape]
@@ -713,6 +705,17 @@ def fit_pd_endpoint(
         x=x,
         data=data,
     )
+
+
+def _best_start(shape: str, data: _Data) -> tuple[np.ndarray, float, str]:
+    """The fit of ``shape`` from its best start (:func:`_starts`): the internal estimates, the
+    OFV and the verdict (empty where the fit can be trusted)."""
+    starts = _starts(shape, data)
+    weights = np.ones((len(starts), data.n_patients))
+    fitted = _fit_batch(shape, data, starts, weights)
+    x, value = fitted[:2]
+    best = int(np.argmin(value))
+    return x[best], float(value[best]), _verdicts(shape, data, fitted, weights)[best]
 
 
 def pd_loo_refits(fit: PdFit) -> pd.DataFrame:

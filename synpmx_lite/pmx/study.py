@@ -615,11 +615,16 @@ def _groups(*keys: np.ndarray) -> np.ndarray:
     return groups
 
 
-def _rank_within(groups: np.ndarray) -> np.ndarray:
-    """Each row's place among the rows of its group, in order (``groupby(...).cumcount()``)."""
+def _sorted_groups(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable order that sorts ``groups``, and where each group starts in that order."""
     order = np.argsort(groups, kind="stable")
     ordered = groups[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]][: groups.size])
+    return order, np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]][: groups.size])
+
+
+def _rank_within(groups: np.ndarray) -> np.ndarray:
+    """Each row's place among the rows of its group, in order (``groupby(...).cumcount()``)."""
+    order, starts = _sorted_groups(groups)
     rank = np.empty(groups.size, dtype=np.int64)
     rank[order] = np.arange(groups.size) - np.repeat(starts, np.diff(np.r_[starts, groups.size]))
     return rank
@@ -628,11 +633,9 @@ def _rank_within(groups: np.ndarray) -> np.ndarray:
 def _group_minima(groups: np.ndarray, values: np.ndarray, largest: int) -> np.ndarray:
     """The smallest of ``values`` in each group ``0..largest``; NaN in a group without rows."""
     minima = np.full(largest + 1, np.nan)
-    order = np.argsort(groups, kind="stable")
-    ordered = groups[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]][: groups.size])
+    order, starts = _sorted_groups(groups)
     if groups.size:
-        minima[ordered[starts]] = np.minimum.reduceat(values[order], starts)
+        minima[groups[order][starts]] = np.minimum.reduceat(values[order], starts)
     return minima
 
 
@@ -730,9 +733,7 @@ def _period_records(
     """Each patient's period in order of first appearance: ``patient``, ``period``, its rows
     in order (``rows``: each row's number among the distinct rows, as bytes) and whether it
     holds a measured value."""
-    block = _groups(codes, period)
-    order = np.argsort(block, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(block[order]) != 0])
+    order, starts = _sorted_groups(_groups(codes, period))
     rows = rows[order]
     ends = np.r_[starts[1:], rows.size]
     return pd.DataFrame(
