@@ -146,11 +146,31 @@ def test_every_layer_holds_modules():
     assert layers == set(ALLOWED)
 
 
+def subpackages(package: Path) -> set[str]:
+    """Every folder of the package that holds Python, with an ``__init__.py`` or without one (a
+    namespace package imports as well)."""
+    return {
+        path.relative_to(package).parts[0]
+        for path in package.rglob("*.py")
+        if len(path.relative_to(package).parts) > 1
+    }
+
+
 def test_every_subpackage_is_a_layer():
     """A new subpackage must be placed in ``ALLOWED``: unlisted, it would pass as a shared
     helper that the engine could import."""
-    subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
-    assert subpackages <= set(ALLOWED)
+    assert subpackages(PACKAGE) <= set(ALLOWED)
+
+
+def test_a_folder_without_an_init_is_a_subpackage_too(tmp_path):
+    # Found in review: a folder of modules without __init__.py went unseen, and so counted as a
+    # shared helper.
+    (tmp_path / "pmx").mkdir()
+    (tmp_path / "pmx" / "__init__.py").write_text("")
+    (tmp_path / "release_ledger").mkdir()
+    (tmp_path / "release_ledger" / "core.py").write_text("")
+    (tmp_path / "shared.py").write_text("")
+    assert subpackages(tmp_path) == {"pmx", "release_ledger"}
 
 
 @pytest.fixture

@@ -337,7 +337,8 @@ def _execute(chapter: _Chapter, kernel_manager_class: type) -> ExecutionResult |
 # formats, which nothing in a chapter validates (jsonschema PR 1521 moves to a fork that loads
 # it lazily). The kernels started here go without it, as the tests' builds do
 # (tests/conftest.py): a module set to None fails to import, and jsonschema skips those two
-# formats. __import__ leaves no name in the chapter's namespace.
+# formats. __import__ leaves no name in the chapter's namespace. The argument takes the place of
+# any exec_lines a kernel configuration of the builder's sets (none is needed to build the book).
 KERNEL_WITHOUT_RFC3987_SYNTAX = (
     "--IPKernelApp.exec_lines=__import__('sys').modules.setdefault('rfc3987_syntax', None)"
 )
