@@ -803,24 +803,51 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
     ``k - 1``.
     """
     k, k_category = source.min_arm_patients, source.min_category_patients
-    groups: list[tuple[str, int, int, int]] = []  # (what, low, high, threshold)
-
-    def exact(what: str, patients: int, threshold: int = k) -> None:
-        groups.append((what, patients, patients, threshold))
-
     cohort = released.get("cohort_size")
     cohort = cohort if isinstance(cohort, int) and not isinstance(cohort, bool) else None
+    eligible = np.flatnonzero(source.eligible)
+    # (what, low, high, threshold) of each group, exact where low == high.
+    groups = [
+        *_arm_groups(released, cohort, k),
+        *_category_groups(released, cohort, k_category),
+        *((what, n, n, k) for what, n in _attendance_and_dose_groups(released, source, eligible)),
+        *((what, n, n, k_category) for what, n in _graded_groups(released, source, eligible)),
+    ]
+    problems = _recomputed_counts(released, source)
+    for what, low, high, threshold in groups:
+        if high < 0:
+            problems.append(f"{what}: {high} (more patients in the parts than in the total)")
+        elif low >= 1 and high < threshold:
+            problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
+    sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
+    # The groups behind the release's structure fail the same way, outside the smallest group,
+    # which describes the released frequencies and counts.
+    for what, patients in _structure_groups(released, source, eligible):
+        if 1 <= patients < k:
+            problems.append(f"{what}: {patients}")
+    return problems, (min(sizes) if sizes else math.inf)
+
+
+def _arm_groups(released: dict, cohort: int | None, k: int) -> list[tuple[str, int, int, int]]:
+    """The cohort, each released arm, the cohort less each arm and less all of them."""
     arms = [a.get("patients") for a in map(as_mapping, as_sequence(released.get("arms")))]
     arms = [a for a in arms if isinstance(a, int) and not isinstance(a, bool)]
-    if cohort:
-        exact("the cohort", cohort)
+    groups = [("the cohort", cohort)] if cohort else []
     for i, patients in enumerate(arms):
-        exact(f"arm {i + 1}", patients)
+        groups.append((f"arm {i + 1}", patients))
         if cohort is not None:
-            exact(f"the cohort less arm {i + 1}", cohort - patients)
+            groups.append((f"the cohort less arm {i + 1}", cohort - patients))
     if cohort is not None and arms:
-        exact("the cohort less its released arms", cohort - sum(arms))
+        groups.append(("the cohort less its released arms", cohort - sum(arms)))
+    return [(what, n, n, k) for what, n in groups]
 
+
+def _category_groups(
+    released: dict, cohort: int | None, k_category: int
+) -> list[tuple[str, int, int, int]]:
+    """Each released category level's patients, the others, and those in no released level,
+    each known to within the rounding of its frequency (:func:`_implied_counts`)."""
+    groups = []
     for name, pairs in as_mapping(released.get("categories")).items():
         frequencies = [
             p[1]
@@ -845,37 +872,30 @@ def _p4(released: dict, source: _Source) -> tuple[list[str], float]:
         low = cohort - sum(span[-1] for span in spans if span)
         high = cohort - sum(span[0] for span in spans if span)
         groups.append((f"{name}: patients in no released level", max(low, 0), high, k_category))
+    return groups
 
-    eligible = np.flatnonzero(source.eligible)
+
+def _attendance_and_dose_groups(
+    released: dict, source: _Source, eligible: np.ndarray
+) -> list[tuple[str, int]]:
+    """The patients who missed a visit and those who attended one, for each endpoint released
+    with an attendance rate below 1, and those whose dose changed or did not, where the
+    release gives a dose-change rate strictly between 0 and 1."""
+    groups = []
     for name, endpoint in as_mapping(released.get("endpoints")).items():
         rate = as_mapping(endpoint).get("attendance")
         if is_number(rate) and 0 < rate < 1:
             missed, attended, _ = _attendance_groups(str(name), source, eligible)
-            exact(f"{name}: patients who missed a visit", missed)
-            exact(f"{name}: patients who attended a visit", attended)
+            groups.append((f"{name}: patients who missed a visit", missed))
+            groups.append((f"{name}: patients who attended a visit", attended))
     rate = released.get("dose_change_rate")
     if is_number(rate) and 0 < rate < 1:
         doses = source.study.doses[source.study.doses["patient"].isin(eligible)]
         previous = doses.groupby(["patient", "period"])["amount"].shift()
         changed = doses.loc[previous.notna() & (doses["amount"] != previous), "patient"].nunique()
-        exact("patients whose dose changed", changed)
-        exact("patients whose dose did not change", eligible.size - changed)
-    for what, patients in _graded_groups(released, source, eligible):
-        exact(what, patients, k_category)
-
-    problems = _recomputed_counts(released, source)
-    for what, low, high, threshold in groups:
-        if high < 0:
-            problems.append(f"{what}: {high} (more patients in the parts than in the total)")
-        elif low >= 1 and high < threshold:
-            problems.append(f"{what}: {low if low == high else f'{low} to {high}'}")
-    sizes = [round((low + high) / 2) for _, low, high, _ in groups if low >= 1]
-    # The groups behind the release's structure fail the same way, outside the smallest group,
-    # which describes the released frequencies and counts.
-    for what, patients in _structure_groups(released, source, eligible):
-        if 1 <= patients < k:
-            problems.append(f"{what}: {patients}")
-    return problems, (min(sizes) if sizes else math.inf)
+        groups.append(("patients whose dose changed", changed))
+        groups.append(("patients whose dose did not change", eligible.size - changed))
+    return groups
 
 
 def _graded_groups(released: dict, source: _Source, eligible: np.ndarray) -> list:
@@ -1856,19 +1876,9 @@ def release_checks(
         ``released`` is not JSON, or its JSON is not an object.
     """
     parsed, repeated = read_release(released)
-    if not isinstance(study, StudyEvents):
-        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
-    if pk is not None and not isinstance(pk, PopulationFit):
-        raise TypeError(f"pk must be a PopulationFit or None, got {type(pk).__name__}")
-    if not isinstance(privacy, PrivacyReport):
-        raise TypeError(f"privacy must be a PrivacyReport, got {type(privacy).__name__}")
-    if not isinstance(claims, bool):
-        raise TypeError(f"claims must be a bool, got {claims!r}")
-    pd_fits = {} if pd_fits is None else pd_fits
-    if not isinstance(pd_fits, dict) or not all(isinstance(m, PdFit) for m in pd_fits.values()):
-        raise TypeError("pd_fits must be a dict of PdFit by endpoint")
-    min_arm_patients = check_count(min_arm_patients, "min_arm_patients")
-    min_category_patients = check_count(min_category_patients, "min_category_patients")
+    pd_fits, min_arm_patients, min_category_patients = _checked_arguments(
+        study, pk, privacy, claims, pd_fits, min_arm_patients, min_category_patients
+    )
     source = _source_for(
         study,
         max(min_arm_patients, SMALLEST_THRESHOLD),
@@ -1880,18 +1890,10 @@ def release_checks(
     as_read = _numbers_as_read(parsed)
     p4_problems, smallest = _p4(as_read, source)
     p5_verdict, p5_result, p5_problems = _p5(parsed, source, pk, pd_fits, privacy)
-    p4_verdict = "FAIL" if p4_problems else "pass"
     # What the table reports: a problem found in P5's reading fails it whatever the moves say.
     p5_verdict = "FAIL" if p5_problems else p5_verdict
-    # A private release states its guarantee instead of verdicts; its numbers are judged all
-    # the same.
     if claims and "guarantee" not in parsed:
-        stated = as_mapping(parsed.get("checks"))
-        for check, found in (("P4", p4_verdict), ("P5", p5_verdict)):
-            if stated.get(check) != found:
-                (p4_problems if check == "P4" else p5_problems).append(
-                    f"the release states {check} {stated.get(check)!r}, the check finds {found!r}"
-                )
+        _check_stated_verdicts(parsed, p4_problems, p5_problems, p5_verdict)
     if "guarantee" in parsed:
         # Nothing in the file shows the noise: a stated guarantee is at best for review.
         p5_result += "; " + _stated_guarantee(parsed["guarantee"])
@@ -1908,6 +1910,62 @@ def release_checks(
         ("P3", _p3(as_read, source), "none"),
         ("P4", p4_problems, smallest_text),
     ]
+    return _verdict_table(rows, smallest_text, p5_verdict, p5_result, p5_problems)
+
+
+def _checked_arguments(
+    study: object,
+    pk: object,
+    privacy: object,
+    claims: object,
+    pd_fits: object,
+    min_arm_patients: object,
+    min_category_patients: object,
+) -> tuple[dict, int, int]:
+    """:func:`release_checks`' arguments checked: the PD fits (a dict, empty for None) and the
+    two thresholds."""
+    if not isinstance(study, StudyEvents):
+        raise TypeError(f"study must be a StudyEvents, got {type(study).__name__}")
+    if pk is not None and not isinstance(pk, PopulationFit):
+        raise TypeError(f"pk must be a PopulationFit or None, got {type(pk).__name__}")
+    if not isinstance(privacy, PrivacyReport):
+        raise TypeError(f"privacy must be a PrivacyReport, got {type(privacy).__name__}")
+    if not isinstance(claims, bool):
+        raise TypeError(f"claims must be a bool, got {claims!r}")
+    pd_fits = {} if pd_fits is None else pd_fits
+    if not isinstance(pd_fits, dict) or not all(isinstance(m, PdFit) for m in pd_fits.values()):
+        raise TypeError("pd_fits must be a dict of PdFit by endpoint")
+    return (
+        pd_fits,
+        check_count(min_arm_patients, "min_arm_patients"),
+        check_count(min_category_patients, "min_category_patients"),
+    )
+
+
+def _check_stated_verdicts(
+    parsed: dict, p4_problems: list[str], p5_problems: list[str], p5_verdict: str
+) -> None:
+    """Add a problem to P4 or P5 (in place) where the release states another verdict than the
+    check finds. A private release states its guarantee instead, and is not read here."""
+    stated = as_mapping(parsed.get("checks"))
+    found = {"P4": "FAIL" if p4_problems else "pass", "P5": p5_verdict}
+    for check, problems in (("P4", p4_problems), ("P5", p5_problems)):
+        if stated.get(check) != found[check]:
+            problems.append(
+                f"the release states {check} {stated.get(check)!r}, the check finds "
+                f"{found[check]!r}"
+            )
+
+
+def _verdict_table(
+    rows: list[tuple[str, list[str], str]],
+    smallest_text: str,
+    p5_verdict: str,
+    p5_result: str,
+    p5_problems: list[str],
+) -> pd.DataFrame:
+    """The checks' table: P1-P4 from their problems (``rows``: check, problems, the result when
+    it passes), then P5 with its verdict and reading."""
     table = []
     for check, problems, passed in rows:
         result = "; ".join(problems) if problems else passed

@@ -34,6 +34,8 @@ Endpoints with neither a PK nor a PD model are not simulated.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -120,9 +122,19 @@ def _random_effects(fingerprint: Fingerprint, model, n: int, rng: np.random.Gene
     return eta
 
 
-def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator):
-    """Padded dose arrays ``(n, d)`` of the patients' arms, with dose changes applied: time,
-    amount, duration, period, and whether the dose is an IV dose under an oral model."""
+class _Doses(NamedTuple):
+    """Padded dose arrays ``(n, d)`` of the synthetic patients (an amount of 0 pads)."""
+
+    time: np.ndarray
+    amount: np.ndarray
+    duration: np.ndarray
+    period: np.ndarray
+    #: Whether the dose is an IV dose under an oral model (given into the central compartment).
+    central: np.ndarray
+
+
+def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Generator) -> _Doses:
+    """The doses of the patients' arms, with dose changes applied."""
     arms = fingerprint.arms
     width = max(len(arm["doses"]) for arm in arms)
     fields = ("time", "amount", "duration", "period")
@@ -138,7 +150,7 @@ def _dose_table(fingerprint: Fingerprint, arm_of: np.ndarray, rng: np.random.Gen
     start = np.floor(rng.random(arm_of.size) * count).astype(int)
     halve = changed[:, None] & (np.arange(width)[None, :] >= start[:, None])
     amount = np.where(halve, amount / 2, amount)
-    return time, amount, duration, period.astype(int), central.astype(bool)
+    return _Doses(time, amount, duration, period.astype(int), central.astype(bool))
 
 
 def _attendance(dosed: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
@@ -242,7 +254,7 @@ def _pk_observations(
     fingerprint: Fingerprint,
     theta: np.ndarray,
     ids: np.ndarray,
-    doses_of: tuple,
+    doses_of: _Doses,
     rng: np.random.Generator,
 ) -> pd.DataFrame:
     """Synthetic observations of the PK endpoint at its released visits."""
@@ -331,7 +343,7 @@ def synpmx_model_generate(fit: ModelFit | Fingerprint, *, seed: object = None) -
         table[name] = values[table["patient"].to_numpy()]
     keep = _kept_columns(fingerprint, arm_of[table["patient"].to_numpy()])
     table = table.assign(**keep)
-    names = _column_names(source, bool(doses_of[-1].any()))
+    names = _column_names(source, bool(doses_of.central.any()))
     columns = list(names) + list(covariates) + list(keep)
     return table[columns].rename(columns=names).reset_index(drop=True)
 
@@ -353,11 +365,12 @@ def _observation_records(
     fingerprint: Fingerprint,
     theta: np.ndarray | None,
     ids: np.ndarray,
-    doses_of: tuple,
+    doses_of: _Doses,
     rng: np.random.Generator,
 ) -> list[pd.DataFrame]:
-    """The synthetic patients' observation records: PK, then each graded and each PD endpoint
-    in the order of their names (the order of the draws)."""
+    """The synthetic patients' observation records, drawn PK first, then each graded and each
+    PD endpoint in the order of their names, and returned PK, PD, then graded (the order of
+    the event table's rows before sorting)."""
     dose_time, dose_amount, _, dose_period, _ = doses_of
     pk = (
         _pk_observations(fingerprint, theta, ids, doses_of, rng)
@@ -377,7 +390,7 @@ def _observation_records(
     return [pk, *pd_rows, *graded]
 
 
-def _dose_records(fingerprint: Fingerprint, ids: np.ndarray, doses_of: tuple) -> pd.DataFrame:
+def _dose_records(fingerprint: Fingerprint, ids: np.ndarray, doses_of: _Doses) -> pd.DataFrame:
     """One record per dose given (``evid`` 1), with its rate and NONMEM's compartment: the
     depot (1) of an oral model, or its central one (2)."""
     dose_time, dose_amount, dose_duration, dose_period, dose_central = doses_of

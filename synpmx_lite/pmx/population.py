@@ -605,6 +605,40 @@ def _parameter_index(problem: _Problem) -> pd.MultiIndex:
 def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
     """Typical log values from naive pooled fits, started from non-compartmental estimates."""
     model = problem.model
+    guess, peak_time = _nca_guess(problem, study)
+    residuals, jacobian = _pooled_residuals(problem, study)
+    absorption = (0.5, 2.0, 8.0) if model.route == "oral" else (None,)
+    # Two compartments: peripheral volume and distribution clearance on a grid around V, CL.
+    distribution = (
+        ((0.3, 1.0), (3.0, 1.0), (1.0, 3.0), (3.0, 10.0)) if model.compartments == 2 else (None,)
+    )
+    starts = []
+    for ka_factor in absorption:
+        for shape in distribution:
+            if ka_factor is not None:
+                guess["ka"] = ka_factor / max(peak_time, 1e-3)
+            if shape is not None:
+                guess["q"] = shape[0] * guess["cl"]
+                guess["vp"] = shape[1] * guess["v"]
+            start = np.log([guess[name] for name in model.parameters])
+            with np.errstate(all="ignore"):
+                result = optimize.least_squares(
+                    residuals, start, jac=jacobian, method="trf", loss="soft_l1", f_scale=0.5,
+                    max_nfev=100,
+                )  # fmt: skip
+            # Within a factor 100 of the non-compartmental guess, however the pooled fit
+            # went: data with no structure (noise) would otherwise start far out.
+            start = np.clip(result.x, start - _TYPICAL_RANGE, start + _TYPICAL_RANGE)
+            start = np.clip(start, -_LOG_BOUND + 1, _LOG_BOUND - 1)
+            if all(np.abs(start - other).max() > 0.05 for other in starts):
+                starts.append(start)
+    if model.compartments == 2:
+        starts += _spread_distribution(model, starts[0])
+    return starts
+
+
+def _nca_guess(problem: _Problem, study: StudyEvents) -> tuple[dict[str, float], float]:
+    """Non-compartmental guesses of CL, V and the lag time, and the median time of the peak."""
     mask = study.obs_mask
     concentration = np.zeros(mask.shape)
     concentration[mask] = problem.concentration
@@ -630,8 +664,14 @@ def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
     elimination = float(np.clip(-np.median(slope), 1e-4, 10.0)) if slope.size else 0.1
     peak_time = float(np.median(np.take_along_axis(study.obs_time, y.argmax(axis=1)[:, None], 1)))
     guess = {"cl": elimination * volume, "v": volume, "tlag": max(0.2 * peak_time, 0.05)}
-    # Log-scale residuals of the positive concentrations with a robust loss, so that one
-    # patient's gross error (values a thousand times too high) cannot drag the start.
+    return guess, peak_time
+
+
+def _pooled_residuals(problem: _Problem, study: StudyEvents) -> tuple:
+    """The residuals of a naive pooled fit and their Jacobian, as functions of the typical log
+    values: log-scale residuals of the positive concentrations, for a robust loss, so that one
+    patient's gross error (values a thousand times too high) cannot drag the start."""
+    model = problem.model
     kept = problem.concentration > 0
     if problem.censored is not None:  # a limit is not a measured value
         kept &= ~problem.censored
@@ -646,43 +686,23 @@ def _pooled_starts(problem: _Problem, study: StudyEvents) -> list[np.ndarray]:
         f, g, _ = _sensitivities(model, problem.dosing, zeros + log_theta, 1)
         return g[kept] / np.maximum(f[kept], _TINY)[:, None]
 
-    absorption = (0.5, 2.0, 8.0) if model.route == "oral" else (None,)
-    # Two compartments: peripheral volume and distribution clearance on a grid around V, CL.
-    distribution = (
-        ((0.3, 1.0), (3.0, 1.0), (1.0, 3.0), (3.0, 10.0)) if model.compartments == 2 else (None,)
-    )
-    starts = []
-    for ka_factor in absorption:
-        for shape in distribution:
-            if ka_factor is not None:
-                guess["ka"] = ka_factor / max(peak_time, 1e-3)
-            if shape is not None:
-                guess["q"] = shape[0] * guess["cl"]
-                guess["vp"] = shape[1] * volume
-            start = np.log([guess[name] for name in model.parameters])
-            with np.errstate(all="ignore"):
-                result = optimize.least_squares(
-                    residuals, start, jac=jacobian, method="trf", loss="soft_l1", f_scale=0.5,
-                    max_nfev=100,
-                )  # fmt: skip
-            # Within a factor 100 of the non-compartmental guess, however the pooled fit
-            # went: data with no structure (noise) would otherwise start far out.
-            start = np.clip(result.x, start - _TYPICAL_RANGE, start + _TYPICAL_RANGE)
-            start = np.clip(start, -_LOG_BOUND + 1, _LOG_BOUND - 1)
-            if all(np.abs(start - other).max() > 0.05 for other in starts):
-                starts.append(start)
-    if model.compartments == 2:
-        # The pooled fits of the distribution parameters tend to one answer: add starts that
-        # spread them a factor 4 either way around the first, for the search to reach other
-        # optima (the OFV of every start is compared before any search runs).
-        names = list(model.parameters)
-        q, vp = names.index("q"), names.index("vp")
-        for shift_q, shift_vp in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
-            start = starts[0].copy()
-            start[q] += shift_q * np.log(4.0)
-            start[vp] += shift_vp * np.log(4.0)
-            starts.append(start)
-    return starts
+    return residuals, jacobian
+
+
+def _spread_distribution(model: PkModel, first: np.ndarray) -> list[np.ndarray]:
+    """Starts that spread a two-compartment model's Q and Vp a factor 4 either way around
+    ``first``: the pooled fits of the distribution parameters tend to one answer, and these let
+    the search reach other optima (the OFV of every start is compared before any search runs).
+    """
+    names = list(model.parameters)
+    q, vp = names.index("q"), names.index("vp")
+    spread = []
+    for shift_q, shift_vp in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+        start = first.copy()
+        start[q] += shift_q * np.log(4.0)
+        start[vp] += shift_vp * np.log(4.0)
+        spread.append(start)
+    return spread
 
 
 # --- The fit ----------------------------------------------------------------------------------
