@@ -24,7 +24,8 @@ dp_noise, rounding, stored, tables, plotting, _validation, data/
 ``attacks`` may import ``generator`` and ``pmx``; ``generator`` may import ``pmx``; ``fisher``
 and ``pmx`` import only the shared helpers, which import nothing above them. The names below
 are the public API: every function and class the book, the README and the benchmarks use
-(``tests/test_public_api.py`` keeps it so); constants stay with the module they configure.
+(``tests/test_public_api.py`` keeps it so). Most constants (a chapter's thresholds, a stored
+result's settings) stay with the module they configure.
 """
 
 from .attacks.audit import (

@@ -368,9 +368,9 @@ def _observation_records(
     doses_of: _Doses,
     rng: np.random.Generator,
 ) -> list[pd.DataFrame]:
-    """The synthetic patients' observation records, drawn PK first, then each graded and each
-    PD endpoint in the order of their names, and returned PK, PD, then graded (the order of
-    the event table's rows before sorting)."""
+    """The synthetic patients' observation records. They are drawn PK first, then every graded
+    endpoint (in the order of their names), then every PD endpoint (likewise), and returned PK,
+    PD, then graded (the order of the event table's rows before sorting)."""
     dose_time, dose_amount, _, dose_period, _ = doses_of
     pk = (
         _pk_observations(fingerprint, theta, ids, doses_of, rng)
