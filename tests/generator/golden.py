@@ -1,4 +1,4 @@
-"""Synthetic data pinned: what the generator draws from three released fingerprints, seed 7.
+"""Synthetic data pinned: what the generator draws from four released fingerprints, seed 7.
 
 ``tests/generator/test_generate.py`` compares the generator with these files, so that a change
 in the order of its draws, or in what it draws, fails a test instead of passing unseen into
