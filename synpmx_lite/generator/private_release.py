@@ -55,6 +55,7 @@ STOC 2007:75-84.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -450,25 +451,51 @@ def _patient_shares(fit: ModelFit, in_cohort: np.ndarray) -> dict[str, np.ndarra
     return {name: share.astype(float) for name, share in shares.items()}
 
 
-def _builders(fit: ModelFit, released: Fingerprint, groups: dict, ranges: dict) -> dict:
-    """Every released number's measurement builder (scale to measurement), by name, and the
-    public range of each estimate."""
-    builders, used = {}, {}
+def _builders(fit: ModelFit, released: Fingerprint, groups: dict, ranges: dict) -> tuple:
+    """Every released number's measurement builder (scale to measurement) and its public
+    parameters (:func:`_certified_scale`), by name, and the public range of each estimate."""
+    builders, public, used = {}, {}, {}
     for name, values in groups.items():
         low, high = used[name] = _range_of(name, ranges)
         builders[name] = _aggregate(values, low, high)
+        public[name] = ("mean", len(values), float(low), float(high))
     labels, arms = _cohort_labels(fit, released)
     in_cohort = labels != None  # noqa: E711 (elementwise on an object array)
     builders["arms"] = _counts(["" if a is None else a for a in labels], arms)
+    public["arms"] = ("counts", *map(str, arms))
     for name, pairs in released.categories.items():
         levels = [level for level, _ in pairs]
         builders[f"categories {name}"] = _counts(
             _level_labels(fit, name, levels, in_cohort), levels
         )
+        public[f"categories {name}"] = ("counts", *map(str, levels))
     for name, shares in _patient_shares(fit, in_cohort).items():
         if name == "dose_change_rate" or name.split(" ", 1)[1] in released.endpoints:
             builders[name] = _share_sum(shares)
-    return builders, {name: [float(low), float(high)] for name, (low, high) in used.items()}
+            public[name] = ("sum",)
+    ranges_used = {name: [float(low), float(high)] for name, (low, high) in used.items()}
+    return builders, public, ranges_used
+
+
+@functools.lru_cache(maxsize=256)
+def _certified_scale(public: tuple, share: float) -> float:
+    """The smallest Laplace scale OpenDP certifies within ``share`` for one patient added or
+    removed (:func:`opendp.prelude.binary_search_param`), for a builder of the public
+    parameters ``public`` (:func:`_builders`).
+
+    The search runs on the builder made with placeholder data: a measurement's privacy map
+    reads its domains, metrics and scale, never the data, so the scale is the same for every
+    cohort with those parameters, and is searched once per process (some 50 measurements).
+    """
+    kind, *parameters = public
+    if kind == "mean":
+        size, low, high = parameters
+        build = _aggregate(np.full(size, low), low, high)
+    elif kind == "counts":
+        build = _counts([], parameters)
+    else:
+        build = _share_sum(np.zeros(0))
+    return float(dp.binary_search_param(build, d_in=1, d_out=share))
 
 
 def _released(
@@ -587,14 +614,11 @@ def private_fingerprint(
         groups = subset_estimates(fit, subsets=subsets)
     groups, subsets = _checked_groups(fit, groups, subsets)
     released = model_fingerprint(fit)
-    builders, used = _builders(fit, released, groups, ranges)
+    builders, public, used = _builders(fit, released, groups, ranges)
     # Each share a hair below an even split, so that OpenDP's composition, which rounds up,
     # stays within the epsilon the release states.
     share = epsilon / len(builders) * (1 - _SPLIT_MARGIN)
-    scales = {
-        name: float(dp.binary_search_param(build, d_in=1, d_out=share))
-        for name, build in builders.items()
-    }
+    scales = {name: _certified_scale(public[name], share) for name in builders}
     measurements = {name: builders[name](scale) for name, scale in scales.items()}
     composition = dp.c.make_composition(list(measurements.values()))
     if composition.map(1) > epsilon:
