@@ -130,21 +130,22 @@ class _Jet:
     hess: np.ndarray | None = None
 
 
-def _exp_linear(log_theta: np.ndarray, weights: tuple[float, ...], order: int) -> _Jet:
-    """The jet of ``exp(weights . log_theta)``: a product of powers of the parameters."""
-    a = np.zeros(log_theta.shape[-1])
-    a[: len(weights)] = weights
-    value = np.exp(log_theta @ a)
-    grad = value[..., None] * a if order >= 1 else None
-    hess = value[..., None, None] * np.outer(a, a) if order >= 2 else None
-    return _Jet(value, grad, hess)
+def _power_products(log_theta: np.ndarray, weights: np.ndarray, order: int) -> _Jet:
+    """The jets of ``exp(weights[r] . log_theta)`` for every row ``r`` of ``weights`` at once,
+    stacked on a last axis (values ``(..., r)``, ``(..., r, p)``, ``(..., r, p, p)``): products
+    of powers of the parameters, from one exponential and one product."""
+    value = np.exp(log_theta @ weights.T)
+    grad = value[..., None] * weights if order >= 1 else None
+    if order < 2:
+        return _Jet(value, grad)
+    return _Jet(value, grad, value[..., None, None] * np.einsum("rk,rl->rkl", weights, weights))
 
 
-def _parameter(log_theta: np.ndarray, index: int, order: int) -> _Jet:
-    """The jet of one parameter, ``exp(log_theta[..., index])``."""
-    weights = np.zeros(log_theta.shape[-1])
-    weights[index] = 1.0
-    return _exp_linear(log_theta, tuple(weights), order)
+def _row(jets: _Jet, index: int) -> _Jet:
+    """One row of stacked jets (:func:`_power_products`)."""
+    grad = None if jets.grad is None else jets.grad[..., index, :]
+    hess = None if jets.hess is None else jets.hess[..., index, :, :]
+    return _Jet(jets.value[..., index], grad, hess)
 
 
 def _add(x: _Jet, y: _Jet, sign: float = 1.0) -> _Jet:
@@ -199,14 +200,22 @@ def _sqrt(x: _Jet) -> _Jet:
     return _compose(x, s, 0.5 / s, -0.25 / (s * x.value))
 
 
-def _disposition_jets(model: PkModel, log_theta: np.ndarray, order: int) -> list[_Jet]:
-    """Coefficients ``c_m`` then exponents ``lambda_m`` of the unit-bolus response, as jets."""
-    inverse_v = _exp_linear(log_theta, (0.0, -1.0), order)
-    k10 = _exp_linear(log_theta, (1.0, -1.0), order)
-    if model.compartments == 1:
-        return [inverse_v, k10]
-    k12 = _exp_linear(log_theta, (0.0, -1.0, 1.0), order)
-    k21 = _exp_linear(log_theta, (0.0, 0.0, 1.0, -1.0), order)
+def _power_rows(model: PkModel) -> np.ndarray:
+    """The primitives that are products of powers of the parameters, as rows of exponents:
+    ``1/V`` and ``k10 = CL/V``, then ``k12 = Q/V`` and ``k21 = Q/VP`` (two compartments), then
+    ``ka`` and ``tlag`` where the model has them."""
+    names = model.parameters
+    rows = [{"v": -1.0}, {"cl": 1.0, "v": -1.0}]
+    if model.compartments == 2:
+        rows += [{"q": 1.0, "v": -1.0}, {"q": 1.0, "vp": -1.0}]
+    rows += [{name: 1.0} for name in ("ka", "tlag") if name in names]
+    return np.array([[row.get(name, 0.0) for name in names] for row in rows])
+
+
+def _disposition_jets(powers: _Jet) -> list[_Jet]:
+    """Coefficients ``c_m`` then exponents ``lambda_m`` of a two-compartment model's unit-bolus
+    response, as jets, from the power products ``1/V``, ``k10``, ``k12``, ``k21``."""
+    inverse_v, k10, k12, k21 = (_row(powers, index) for index in range(4))
     # The exponents are the roots of s^2 - (k10 + k12 + k21) s + k10 k21. Their difference,
     # the square root of the discriminant, written as a sum of positive terms (no cancellation).
     gap = _add(k10, k21, -1.0)
@@ -233,11 +242,11 @@ def _primitives(
     derivatives ``(..., n, u, p)`` and second derivatives ``(..., n, u, p, p)`` with respect to
     the log parameters (``None`` beyond ``order``).
     """
-    jets = _disposition_jets(model, log_theta, order)
-    names = model.parameters
-    for name in ("ka", "tlag"):
-        if name in names:
-            jets.append(_parameter(log_theta, names.index(name), order))
+    powers = _power_products(log_theta, _power_rows(model), order)
+    if model.compartments == 1:  # 1/V, k10, ka and tlag: every primitive a power product
+        return powers.value, powers.grad, powers.hess
+    absorption = [_row(powers, index) for index in range(4, powers.value.shape[-1])]
+    jets = _disposition_jets(powers) + absorption
     values = np.stack([j.value for j in jets], axis=-1)
     grad = np.stack([j.grad for j in jets], axis=-2) if order >= 1 else None
     hess = np.stack([j.hess for j in jets], axis=-3) if order >= 2 else None
