@@ -24,7 +24,16 @@ from tests.book.scratch import (
     write_chapter,
 )
 
-TIMED = "import time\nstart = time.time()\ntime.sleep(3)\nprint(f'ran {start} {time.time()}')"
+# A chapter that marks its start, then waits (up to half a minute) for the other chapter's
+# mark: the two ran side by side exactly when each ended after both started, and neither waits
+# a fixed time that a loaded machine might outrun.
+MEETING = (
+    "import time\nfrom pathlib import Path\nstart = time.time()\n"
+    "Path('{0}.started').write_text('')\n"
+    "while not Path('{1}.started').exists() and time.time() < start + 30:\n"
+    "    time.sleep(0.02)\n"
+    "print(f'ran {{start}} {{time.time()}}')"
+)
 BROKEN = "raise ZeroDivisionError('deliberately broken')"
 
 
@@ -49,15 +58,16 @@ def three_chapters(tmp_path_factory) -> SimpleNamespace:
     """One scratch book of three chapters taken through three builds, each build's outcome
     kept for the tests below, which only read them:
 
-    1. cold: two chapters that each sleep three seconds (the first holds a numbered table the
-       second cites twice), and a third that fails;
+    1. cold: two chapters that each wait for the other to start (the first holds a numbered
+       table the second cites twice), and a third that fails;
     2. again, its failing chapter unmended and its report deleted;
     3. with the failing chapter mended.
     """
     book = make_book(tmp_path_factory.mktemp("three_chapters"))
     table = ":::{table} A scratch table\n:name: tab-scratch\n\n| a |\n| - |\n| 1 |\n:::\n"
-    write_chapter(book, TIMED, text=table)
-    write_chapter(book, TIMED, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
+    write_chapter(book, MEETING.format("chapter", "second"), text=table)
+    second = MEETING.format("second", "chapter")
+    write_chapter(book, second, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
     write_chapter(book, BROKEN, name="third")
     toc = "format: jb-book\nroot: book/intro\nchapters:\n"
     (book / "_toc.yml").write_text(toc + "".join(f"  - file: book/{n}\n" for n in CHAPTER_NAMES))
