@@ -26,9 +26,11 @@ from synpmx_lite.generator.private_release import (
     PrivateRelease,
     SubsetEstimates,
     _builders,
+    _checked_ranges,
     _cohort_labels,
     _group,
     _level_labels,
+    _measurement_builder,
     _patient_shares,
     noise_free_estimates,
     private_fingerprint,
@@ -177,17 +179,34 @@ def test_the_certified_scale_is_tight(fit, groups, release):
 def test_every_measurement_the_release_builds_is_tight_at_its_certified_scale(fit, groups):
     """The release's own measurements (not a rebuilt one): at the certified scale each map is
     within its share, at 0.99 of it past the share; the scale searched once on placeholder
-    data (``_certified_scale``) is the one OpenDP's search finds on the cohort's own."""
-    release = private_fingerprint(fit, epsilon=EPSILON, groups=groups)
-    builders, _, _ = _builders(fit, model_fingerprint(fit), groups, DEFAULT_RANGES)
-    assert set(builders) == set(release.scales)
-    share = EPSILON / len(builders)
-    for name, build in builders.items():
-        scale = release.scales[name]
-        assert build(scale).map(1) <= share * (1 + 1e-9), name
-        assert build(0.99 * scale).map(1) > share, name
-        searched = dp.binary_search_param(build, d_in=1, d_out=share * (1 - _SPLIT_MARGIN))
-        assert scale == searched, name
+    data (``_certified_scale``) is the one OpenDP's search finds on the cohort's own.
+
+    Found in review: releases of other public parameters made in one process (3 groups after
+    2, another budget, another range) must not share a cached scale: each is checked against
+    its own search, so a key missing one of them fails here."""
+    cases = [
+        (groups, EPSILON, DEFAULT_RANGES),
+        (subset_estimates(fit, subsets=3), EPSILON, DEFAULT_RANGES),
+        (groups, 2 * EPSILON, {**DEFAULT_RANGES, "typical cl": (0.5, 50.0)}),
+    ]
+    for case, epsilon, ranges in cases:
+        release = private_fingerprint(fit, epsilon=epsilon, groups=case, ranges=ranges)
+        builders, _, _ = _builders(fit, model_fingerprint(fit), case, _checked_ranges(ranges))
+        assert set(builders) == set(release.scales)
+        share = epsilon / len(builders)
+        for name, build in builders.items():
+            scale = release.scales[name]
+            assert build(scale).map(1) <= share * (1 + 1e-9), name
+            assert build(0.99 * scale).map(1) > share, name
+            searched = dp.binary_search_param(build, d_in=1, d_out=share * (1 - _SPLIT_MARGIN))
+            assert scale == searched, (name, case.subsets, epsilon)
+
+
+def test_a_measurement_of_unknown_public_parameters_is_refused():
+    with pytest.raises(ValueError, match="public must be a mean's, counts' or sum's"):
+        _measurement_builder(("median", 2), None)
+    with pytest.raises(ValueError, match="a mean of 3 groups was given"):
+        _measurement_builder(("mean", 3, 0.1, 10.0), np.ones(2))
 
 
 def test_the_noise_drawn_has_the_certified_scale(fit, groups, release):
