@@ -26,11 +26,12 @@ from tests.book.scratch import (
 
 # A chapter that marks its start, then waits (up to half a minute) for the other chapter's
 # mark: the two ran side by side exactly when each ended after both started, and neither waits
-# a fixed time that a loaded machine might outrun.
+# a fixed time that a loaded machine might outrun. The marks' paths are absolute, so that they
+# meet wherever the kernels run (found in review: a kernel in a temporary folder never would).
 MEETING = (
     "import time\nfrom pathlib import Path\nstart = time.time()\n"
-    "Path('{0}.started').write_text('')\n"
-    "while not Path('{1}.started').exists() and time.time() < start + 30:\n"
+    "Path({0!r}).write_text('')\n"
+    "while not Path({1!r}).exists() and time.time() < start + 30:\n"
     "    time.sleep(0.02)\n"
     "print(f'ran {{start}} {{time.time()}}')"
 )
@@ -65,8 +66,9 @@ def three_chapters(tmp_path_factory) -> SimpleNamespace:
     """
     book = make_book(tmp_path_factory.mktemp("three_chapters"))
     table = ":::{table} A scratch table\n:name: tab-scratch\n\n| a |\n| - |\n| 1 |\n:::\n"
-    write_chapter(book, MEETING.format("chapter", "second"), text=table)
-    second = MEETING.format("second", "chapter")
+    marks = [str(book / "book" / f"{name}.started") for name in ("chapter", "second")]
+    write_chapter(book, MEETING.format(*marks), text=table)
+    second = MEETING.format(*reversed(marks))
     write_chapter(book, second, name="second", text="{numref}`tab-scratch`, {numref}`tab-scratch`")
     write_chapter(book, BROKEN, name="third")
     toc = "format: jb-book\nroot: book/intro\nchapters:\n"
